@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * fib.h - route a parsed IPv4/IPv6 packet with bpf_fib_lookup and, when the
+ * fast path can finish it, rewrite it and set up the redirect.
+ */
+#ifndef XDPR_FIB_H
+#define XDPR_FIB_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xdpr_shared.h"
+#include "parse.h"
+#include "csum.h"
+
+#ifndef AF_INET
+#define AF_INET 2
+#endif
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+#define IP_MF     0x2000
+#define IP_OFFSET 0x1fff
+#define IPV6_FLOWINFO_MASK bpf_htonl(0x0FFFFFFF)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XDPR_MAX_IFACES);
+	__type(key, __u32);
+	__type(value, struct xdpr_iface);
+} xdpr_ifaces SEC(".maps");
+
+/* Redirect targets: every attached interface, key and value = ifindex. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, XDPR_MAX_IFACES);
+	__type(key, __u32);
+	__type(value, __u32);
+} xdpr_tx_ports SEC(".maps");
+
+static __always_inline int fib_reason(int rc)
+{
+	switch (rc) {
+	case BPF_FIB_LKUP_RET_BLACKHOLE:    return XDPR_PASS_FIB_BLACKHOLE;
+	case BPF_FIB_LKUP_RET_UNREACHABLE:  return XDPR_PASS_FIB_UNREACH;
+	case BPF_FIB_LKUP_RET_PROHIBIT:     return XDPR_PASS_FIB_PROHIBIT;
+	case BPF_FIB_LKUP_RET_NOT_FWDED:    return XDPR_PASS_FIB_NOT_FWDED;
+	case BPF_FIB_LKUP_RET_FWD_DISABLED: return XDPR_PASS_FIB_FWD_DISABLED;
+	case BPF_FIB_LKUP_RET_UNSUPP_LWT:   return XDPR_PASS_FIB_UNSUPP_LWT;
+	case BPF_FIB_LKUP_RET_NO_NEIGH:     return XDPR_PASS_FIB_NO_NEIGH;
+	case BPF_FIB_LKUP_RET_FRAG_NEEDED:  return XDPR_PASS_FIB_FRAG_NEEDED;
+	}
+	return XDPR_PASS_FIB_OTHER;
+}
+
+/*
+ * The FIB found a next hop: can the fast path transmit there?  Claims the
+ * redirect before anything in the frame is changed, so a frame that goes to
+ * the kernel instead is handed over exactly as it arrived.
+ */
+static __always_inline int claim_egress(const struct xdpr_iface *in, __u32 egress)
+{
+	struct xdpr_iface *out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
+
+	if (!out)
+		return XDPR_PASS_EGRESS_NOT_XDPR;
+	/* Generic-mode ingress transmits through the stack: any device works. */
+	if (!(in->flags & XDPR_IF_GENERIC) && !(out->flags & XDPR_IF_XMIT))
+		return XDPR_PASS_EGRESS_NO_XMIT;
+	if (bpf_redirect_map(&xdpr_tx_ports, egress, XDP_PASS) != XDP_REDIRECT)
+		return XDPR_PASS_EGRESS_NOT_XDPR;
+	return XDPR_FWD;
+}
+
+static __always_inline void rewrite_l2(struct ethhdr *eth, const struct bpf_fib_lookup *fib)
+{
+	__builtin_memcpy(eth->h_dest, fib->dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, fib->smac, ETH_ALEN);
+}
+
+static __always_inline int ip4_martian(__be32 saddr, __be32 daddr)
+{
+	__u32 s = bpf_ntohl(saddr), d = bpf_ntohl(daddr);
+
+	/* 0/8, 127/8 either side; multicast, class E or broadcast as source */
+	return (s >> 24) == 0 || (s >> 24) == 127 || (s >> 28) >= 0xe ||
+	       (d >> 24) == 0 || (d >> 24) == 127;
+}
+
+static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
+				   const struct xdpr_iface *in)
+{
+	struct bpf_fib_lookup fib = {};
+	struct l4_ports ports;
+	struct iphdr *iph;
+	__u16 tot_len, old;
+	int rc;
+
+	iph = cursor_take(c, sizeof(*iph));
+	if (!iph)
+		return XDPR_DROP_SHORT;
+	if (iph->version != 4 || iph->ihl < 5)
+		return XDPR_PASS_IP4_HDR_ERR;
+	tot_len = bpf_ntohs(iph->tot_len);
+	if (tot_len < sizeof(*iph) || (void *)iph + tot_len > c->end)
+		return XDPR_PASS_IP4_HDR_ERR;
+	if (iph->ihl != 5)
+		return XDPR_PASS_IP4_OPTIONS;
+	if (ip4_hdr_csum20(iph) != 0)
+		return XDPR_PASS_IP4_CSUM;
+	if (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET))
+		return XDPR_PASS_IP4_FRAG;
+	if (ip4_martian(iph->saddr, iph->daddr))
+		return XDPR_PASS_MARTIAN;
+
+	parse_ports(c, iph->protocol, &ports);
+	fib.family = AF_INET;
+	fib.tos = iph->tos;
+	fib.l4_protocol = iph->protocol;
+	fib.sport = ports.sport;
+	fib.dport = ports.dport;
+	fib.tot_len = tot_len; /* the helper compares it with the egress MTU */
+	fib.ipv4_src = iph->saddr;
+	fib.ipv4_dst = iph->daddr;
+	fib.ifindex = ctx->ingress_ifindex;
+
+	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return fib_reason(rc);
+	if (iph->ttl <= 1)
+		return XDPR_PASS_TTL;
+	rc = claim_egress(in, fib.ifindex);
+	if (rc != XDPR_FWD)
+		return rc;
+
+	/* TTL shares a 16-bit checksum word with the protocol byte. */
+	old = *(__u16 *)&iph->ttl;
+	iph->ttl--;
+	csum_replace16(&iph->check, old, *(__u16 *)&iph->ttl);
+	rewrite_l2(eth, &fib);
+	return XDPR_FWD;
+}
+
+static __always_inline int ip6_martian(const struct ipv6hdr *ip6h)
+{
+	__u8 s0 = ip6h->saddr.in6_u.u6_addr8[0], s1 = ip6h->saddr.in6_u.u6_addr8[1];
+	__u8 d0 = ip6h->daddr.in6_u.u6_addr8[0], d1 = ip6h->daddr.in6_u.u6_addr8[1];
+	const __u32 *s = ip6h->saddr.in6_u.u6_addr32, *d = ip6h->daddr.in6_u.u6_addr32;
+
+	/* link-local either side (the kernel answers "beyond scope"), multicast source */
+	if ((s0 == 0xfe && (s1 & 0xc0) == 0x80) || (d0 == 0xfe && (d1 & 0xc0) == 0x80) ||
+	    s0 == 0xff)
+		return 1;
+	/* :: and ::1 either side */
+	if (!(s[0] | s[1] | s[2]) && (s[3] == 0 || s[3] == bpf_htonl(1)))
+		return 1;
+	if (!(d[0] | d[1] | d[2]) && (d[3] == 0 || d[3] == bpf_htonl(1)))
+		return 1;
+	return 0;
+}
+
+static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
+				   const struct xdpr_iface *in)
+{
+	struct bpf_fib_lookup fib = {};
+	struct ipv6hdr *ip6h;
+	struct l4_ports ports;
+	__u32 plen;
+	int rc;
+
+	ip6h = cursor_take(c, sizeof(*ip6h));
+	if (!ip6h)
+		return XDPR_DROP_SHORT;
+	plen = bpf_ntohs(ip6h->payload_len);
+	if (ip6h->version != 6 || (void *)(ip6h + 1) + plen > c->end)
+		return XDPR_PASS_IP6_HDR_ERR;
+	if (ip6_is_exthdr(ip6h->nexthdr))
+		return XDPR_PASS_IP6_EXTHDR;
+	if (ip6_martian(ip6h))
+		return XDPR_PASS_MARTIAN;
+
+	parse_ports(c, ip6h->nexthdr, &ports);
+	fib.family = AF_INET6;
+	fib.flowinfo = *(__be32 *)ip6h & IPV6_FLOWINFO_MASK;
+	fib.l4_protocol = ip6h->nexthdr;
+	fib.sport = ports.sport;
+	fib.dport = ports.dport;
+	/* The whole packet, header included: the helper checks it against the MTU. */
+	fib.tot_len = sizeof(*ip6h) + plen;
+	__builtin_memcpy(fib.ipv6_src, &ip6h->saddr, sizeof(fib.ipv6_src));
+	__builtin_memcpy(fib.ipv6_dst, &ip6h->daddr, sizeof(fib.ipv6_dst));
+	fib.ifindex = ctx->ingress_ifindex;
+
+	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return fib_reason(rc);
+	if (ip6h->hop_limit <= 1)
+		return XDPR_PASS_TTL;
+	rc = claim_egress(in, fib.ifindex);
+	if (rc != XDPR_FWD)
+		return rc;
+
+	ip6h->hop_limit--; /* no IPv6 header checksum */
+	rewrite_l2(eth, &fib);
+	return XDPR_FWD;
+}
+
+#endif /* XDPR_FIB_H */
