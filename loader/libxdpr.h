@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * libxdpr - load, attach, find and read the xdpr fast path.
+ *
+ * State lives in the kernel, not in files: the maps of a router are found
+ * through the xdpr programs attached to the interfaces of the caller's
+ * network namespace.  That works from any mount namespace (every
+ * `ip netns exec` call gets a fresh one without bpffs), and two routers in
+ * two network namespaces never see each other's state.
+ *
+ * No printing here: functions return 0 or a negative errno and leave a one
+ * line explanation in x->err.
+ */
+#ifndef LIBXDPR_H
+#define LIBXDPR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <net/if.h>
+#include <linux/types.h>
+#include "xdpr_shared.h"
+
+enum xdpr_mode {
+	XDPR_MODE_NATIVE = 1, /* driver mode */
+	XDPR_MODE_SKB    = 2, /* generic mode */
+};
+
+enum xdpr_xmit {
+	XDPR_XMIT_UNKNOWN = 0, /* kernel does not report xdp-features */
+	XDPR_XMIT_NO,
+	XDPR_XMIT_YES,
+};
+
+struct xdpr_link {
+	char name[IF_NAMESIZE];
+	__u32 ifindex;
+	enum xdpr_mode mode;
+	__u32 prog_id;
+	__u64 since;        /* attach time, Unix seconds */
+	bool dispatcher;    /* attached through libxdp's dispatcher */
+	struct xdpr_iface cfg;
+	bool has_cfg;       /* cfg read from xdpr_ifaces */
+};
+
+struct xdpr {
+	int stats_fd;       /* -1 until found or created */
+	int ifaces_fd;
+	int tx_fd;
+	int lock_fd;
+	int nlinks;
+	struct xdpr_link links[XDPR_MAX_IFACES];
+	char err[512];
+};
+
+#define XDPR_F_FORCE 1u /* replace a foreign XDP program */
+
+/* Outcome of one attach call, for the caller to report. */
+struct xdpr_attach_info {
+	int n;
+	struct {
+		char name[IF_NAMESIZE];
+		bool dispatcher;         /* false: libxdp fell back to (or was told to use) a plain attach */
+		bool replaced_foreign;   /* force removed another program */
+		enum xdpr_xmit xmit;
+	} dev[XDPR_MAX_IFACES];
+};
+
+#define XDPR_O_LOCK 1u /* serialise with other mutations in this netns first */
+
+/*
+ * Find the router of this network namespace.  -ENOENT: nothing attached
+ * (x is still usable for xdpr_attach).  XDPR_O_LOCK takes a flock under
+ * /run/xdpr, one per network namespace, held until xdpr_close().
+ */
+int xdpr_open(struct xdpr *x, unsigned int flags);
+void xdpr_close(struct xdpr *x);
+
+int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode,
+		unsigned int flags, struct xdpr_attach_info *info);
+/* n == 0: every attached interface. */
+int xdpr_detach(struct xdpr *x, char *const *ifnames, int n);
+
+/* Find a link by name; NULL if that interface is not attached. */
+const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name);
+
+/* Counters of one interface slot: ncpu entries of struct xdpr_slot. */
+int xdpr_ncpus(void);
+int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu);
+
+/* XDP_ACT feature probe through the netdev generic netlink family. */
+int xdpr_probe_xdp_features(__u32 ifindex, __u64 *features);
+enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex);
+
+const char *xdpr_reason_name(int reason);
+const char *xdpr_reason_desc(int reason);
+const char *xdpr_mode_name(enum xdpr_mode mode);
+
+#endif /* LIBXDPR_H */

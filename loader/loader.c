@@ -1,0 +1,561 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loader.c - attach, detach and find the xdpr fast path.
+ *
+ * One program image, loaded once per interface, all instances sharing one
+ * set of maps.  The maps are created here before the first program is
+ * loaded and handed to every later load with bpf_map__reuse_fd(), so an
+ * interface is added or removed with map updates and one attach, never a
+ * reload of the others.
+ *
+ * Order of operations (no window in which a frame is lost):
+ *   attach: program on the device -> devmap entry -> xdpr_ifaces entry
+ *   detach: xdpr_ifaces entry -> devmap entry -> program off the device
+ * A frame that meets a half-configured device goes to the kernel
+ * (pass_no_iface or pass_egress_not_xdpr), never to a black hole.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <net/if_arp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+#include "libxdpr.h"
+#include "xdpr.skel.h"
+
+#define XDPR_RUN_DIR "/run/xdpr"
+
+static void seterr(struct xdpr *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(x->err, sizeof(x->err), fmt, ap);
+	va_end(ap);
+}
+
+/* libxdp and libbpf talk on stderr by default; keep their last words instead. */
+static char lib_msg[256];
+
+static int lib_print(enum libxdp_print_level level, const char *fmt, va_list ap)
+{
+	if (getenv("XDPR_DEBUG"))
+		return vfprintf(stderr, fmt, ap);
+	if (level == LIBXDP_WARN) {
+		size_t n;
+
+		vsnprintf(lib_msg, sizeof(lib_msg), fmt, ap);
+		n = strlen(lib_msg);
+		while (n && lib_msg[n - 1] == '\n')
+			lib_msg[--n] = 0;
+	}
+	return 0;
+}
+
+static int bpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return lib_print(level == LIBBPF_WARN ? LIBXDP_WARN : LIBXDP_DEBUG, fmt, ap);
+}
+
+static void quiet_libs(void)
+{
+	libxdp_set_print(lib_print);
+	libbpf_set_print(bpf_print);
+}
+
+static __u64 prog_since(int prog_fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	struct timespec boot, real;
+
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return 0;
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	clock_gettime(CLOCK_REALTIME, &real);
+	/* load_time is nanoseconds since boot */
+	return real.tv_sec - (boot.tv_sec - info.load_time / 1000000000ULL);
+}
+
+/* Adopt the maps of a running instance (first one found wins). */
+static int adopt_maps(struct xdpr *x, int prog_fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), ids[16], i;
+
+	info.nr_map_ids = 16;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	for (i = 0; i < info.nr_map_ids && i < 16; i++) {
+		struct bpf_map_info mi = {};
+		__u32 mlen = sizeof(mi);
+		int fd = bpf_map_get_fd_by_id(ids[i]), *slot = NULL;
+
+		if (fd < 0)
+			return -errno;
+		if (bpf_obj_get_info_by_fd(fd, &mi, &mlen)) {
+			close(fd);
+			return -errno;
+		}
+		if (!strcmp(mi.name, XDPR_MAP_STATS))
+			slot = &x->stats_fd;
+		else if (!strcmp(mi.name, XDPR_MAP_IFACES))
+			slot = &x->ifaces_fd;
+		else if (!strcmp(mi.name, XDPR_MAP_TX))
+			slot = &x->tx_fd;
+		if (slot && *slot < 0)
+			*slot = fd;
+		else
+			close(fd);
+	}
+	return 0;
+}
+
+/* Our program on this interface, directly or inside a dispatcher. */
+static struct xdp_program *find_ours(struct xdp_multiprog *mp)
+{
+	struct xdp_program *p = xdp_multiprog__main_prog(mp);
+
+	if (xdp_multiprog__is_legacy(mp))
+		return p && !strcmp(xdp_program__name(p), XDPR_PROG_NAME) ? p : NULL;
+	for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
+		if (!strcmp(xdp_program__name(p), XDPR_PROG_NAME))
+			return p;
+	return NULL;
+}
+
+static struct xdp_multiprog *get_multiprog(int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+
+	if (libxdp_get_error(mp))
+		return NULL;
+	return mp;
+}
+
+static int lock_netns(struct xdpr *x);
+
+int xdpr_open(struct xdpr *x, unsigned int flags)
+{
+	struct if_nameindex *ifs, *it;
+	int err;
+
+	memset(x, 0, sizeof(*x));
+	x->stats_fd = x->ifaces_fd = x->tx_fd = x->lock_fd = -1;
+	quiet_libs();
+	if (flags & XDPR_O_LOCK) {
+		err = lock_netns(x);
+		if (err)
+			return err;
+	}
+
+	ifs = if_nameindex();
+	if (!ifs) {
+		err = -errno;
+		seterr(x, "cannot list interfaces: %s", strerror(-err));
+		return err;
+	}
+	for (it = ifs; it->if_index && x->nlinks < XDPR_MAX_IFACES; it++) {
+		struct xdp_multiprog *mp = get_multiprog(it->if_index);
+		struct xdp_program *p;
+		struct xdpr_link *l;
+
+		if (!mp)
+			continue;
+		p = find_ours(mp);
+		if (p) {
+			l = &x->links[x->nlinks++];
+			snprintf(l->name, sizeof(l->name), "%s", it->if_name);
+			l->ifindex = it->if_index;
+			l->mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB ? XDPR_MODE_SKB
+										 : XDPR_MODE_NATIVE;
+			l->prog_id = xdp_program__id(p);
+			l->since = prog_since(xdp_program__fd(p));
+			l->dispatcher = !xdp_multiprog__is_legacy(mp);
+			err = adopt_maps(x, xdp_program__fd(p));
+			if (err) {
+				xdp_multiprog__close(mp);
+				if_freenameindex(ifs);
+				seterr(x, "cannot read the maps of program %u on \"%s\": %s",
+				       l->prog_id, l->name, strerror(-err));
+				return err;
+			}
+		}
+		xdp_multiprog__close(mp);
+	}
+	if_freenameindex(ifs);
+
+	for (int i = 0; i < x->nlinks && x->ifaces_fd >= 0; i++)
+		x->links[i].has_cfg = !bpf_map_lookup_elem(x->ifaces_fd, &x->links[i].ifindex,
+							   &x->links[i].cfg);
+	if (!x->nlinks || x->stats_fd < 0 || x->ifaces_fd < 0 || x->tx_fd < 0) {
+		seterr(x, "xdpr is not attached to any interface in this network namespace");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+void xdpr_close(struct xdpr *x)
+{
+	int *fds[] = { &x->stats_fd, &x->ifaces_fd, &x->tx_fd, &x->lock_fd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+static int lock_netns(struct xdpr *x)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+	/* One lock per network namespace: its inode names it uniquely while it lives. */
+	if (stat("/proc/self/ns/net", &st)) {
+		seterr(x, "cannot identify the network namespace: %s", strerror(errno));
+		return -errno;
+	}
+	if (mkdir(XDPR_RUN_DIR, 0700) && errno != EEXIST) {
+		seterr(x, "cannot create %s: %s", XDPR_RUN_DIR, strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), XDPR_RUN_DIR "/netns-%lu.lock", (unsigned long)st.st_ino);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		int err = -errno;
+
+		if (fd >= 0)
+			close(fd);
+		seterr(x, "cannot lock %s: %s", path, strerror(-err));
+		return err;
+	}
+	x->lock_fd = fd;
+	return 0;
+}
+
+const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name)
+{
+	for (int i = 0; i < x->nlinks; i++)
+		if (!strcmp(x->links[i].name, name))
+			return &x->links[i];
+	return NULL;
+}
+
+int xdpr_ncpus(void)
+{
+	return libbpf_num_possible_cpus();
+}
+
+int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu)
+{
+	if (bpf_map_lookup_elem(x->stats_fd, &slot, percpu)) {
+		seterr(x, "cannot read counters: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int zero_slot(struct xdpr *x, __u32 slot)
+{
+	int n = xdpr_ncpus();
+	struct xdpr_slot *zero = calloc(n, sizeof(*zero));
+	int err = 0;
+
+	if (!zero)
+		return -ENOMEM;
+	if (bpf_map_update_elem(x->stats_fd, &slot, zero, BPF_ANY))
+		err = -errno;
+	free(zero);
+	return err;
+}
+
+/* Create the shared maps from the skeleton's own definitions. */
+static int create_maps(struct xdpr *x)
+{
+	struct xdpr_bpf *skel = xdpr_bpf__open();
+	struct { struct bpf_map *m; int *fd; } maps[3];
+	int err = 0;
+
+	if (!skel) {
+		seterr(x, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	maps[0].m = skel->maps.xdpr_stats;    maps[0].fd = &x->stats_fd;
+	maps[1].m = skel->maps.xdpr_ifaces;   maps[1].fd = &x->ifaces_fd;
+	maps[2].m = skel->maps.xdpr_tx_ports; maps[2].fd = &x->tx_fd;
+	for (int i = 0; i < 3; i++) {
+		struct bpf_map *m = maps[i].m;
+		int fd = bpf_map_create(bpf_map__type(m), bpf_map__name(m), bpf_map__key_size(m),
+					bpf_map__value_size(m), bpf_map__max_entries(m), NULL);
+
+		if (fd < 0) {
+			err = -errno;
+			seterr(x, "cannot create map %s: %s", bpf_map__name(m), strerror(-err));
+			break;
+		}
+		*maps[i].fd = fd;
+	}
+	xdpr_bpf__destroy(skel);
+	return err;
+}
+
+static int iface_mac(const char *name, __u8 mac[6])
+{
+	struct ifreq ifr = {};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr))
+		err = -errno;
+	else if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER)
+		err = -EPROTONOSUPPORT;
+	else
+		memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	close(fd);
+	return err;
+}
+
+static __u32 free_slot(struct xdpr *x, const __u32 *taken, int ntaken)
+{
+	for (__u32 s = 1; s < XDPR_MAX_IFACES; s++) {
+		bool used = false;
+
+		for (int i = 0; i < x->nlinks; i++)
+			used |= x->links[i].has_cfg && x->links[i].cfg.slot == s;
+		for (int i = 0; i < ntaken; i++)
+			used |= taken[i] == s;
+		if (!used)
+			return s;
+	}
+	return 0;
+}
+
+/* Remove xdpr from one interface in the gap-free order. */
+static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *p;
+	int err;
+
+	bpf_map_delete_elem(x->ifaces_fd, &ifindex);
+	bpf_map_delete_elem(x->tx_fd, &ifindex);
+
+	mp = get_multiprog(ifindex);
+	p = mp ? find_ours(mp) : NULL;
+	if (!p) {
+		xdp_multiprog__close(mp);
+		seterr(x, "xdpr is not attached to \"%s\"", name);
+		return -ENOENT;
+	}
+	if (xdp_multiprog__is_legacy(mp))
+		err = xdp_multiprog__detach(mp);
+	else
+		err = xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
+	xdp_multiprog__close(mp);
+	if (err)
+		seterr(x, "cannot detach from \"%s\": %s", name, strerror(-err));
+	return err;
+}
+
+struct pending {
+	__u32 ifindex;
+	__u32 slot;
+	bool foreign;
+	struct xdpr_iface cfg;
+};
+
+/* Load one instance on the shared maps and attach it. */
+static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum xdpr_mode mode,
+		      bool *dispatcher)
+{
+	struct xdp_program *prog = NULL;
+	struct xdp_multiprog *mp;
+	struct xdpr_bpf *skel;
+	__u32 key = pd->ifindex;
+	int err;
+
+	skel = xdpr_bpf__open();
+	if (!skel) {
+		seterr(x, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	if ((err = bpf_map__reuse_fd(skel->maps.xdpr_stats, x->stats_fd)) ||
+	    (err = bpf_map__reuse_fd(skel->maps.xdpr_ifaces, x->ifaces_fd)) ||
+	    (err = bpf_map__reuse_fd(skel->maps.xdpr_tx_ports, x->tx_fd))) {
+		seterr(x, "cannot share maps: %s", strerror(-err));
+		goto out;
+	}
+	prog = xdp_program__from_bpf_obj(skel->obj, "xdp");
+	err = libxdp_get_error(prog);
+	if (err) {
+		prog = NULL;
+		seterr(x, "cannot prepare the XDP program: %s", strerror(-err));
+		goto out;
+	}
+	if (pd->foreign) {
+		mp = get_multiprog(pd->ifindex);
+		err = mp ? xdp_multiprog__detach(mp) : 0;
+		xdp_multiprog__close(mp);
+		if (err) {
+			seterr(x, "cannot remove the XDP program on \"%s\": %s", name, strerror(-err));
+			goto out;
+		}
+	}
+	lib_msg[0] = 0;
+	err = xdp_program__attach(prog, pd->ifindex,
+				  mode == XDPR_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
+	if (err) {
+		if (err == -EOPNOTSUPP && mode == XDPR_MODE_NATIVE)
+			seterr(x, "\"%s\" does not support native XDP; use \"mode skb\"", name);
+		else
+			seterr(x, "cannot attach to \"%s\" in %s mode: %s%s%s", name,
+			       xdpr_mode_name(mode), strerror(-err), lib_msg[0] ? ": " : "", lib_msg);
+		goto out;
+	}
+	mp = get_multiprog(pd->ifindex);
+	*dispatcher = mp && !xdp_multiprog__is_legacy(mp);
+	xdp_multiprog__close(mp);
+
+	if (bpf_map_update_elem(x->tx_fd, &key, &key, BPF_ANY) ||
+	    bpf_map_update_elem(x->ifaces_fd, &key, &pd->cfg, BPF_ANY)) {
+		err = -errno;
+		seterr(x, "cannot register \"%s\" in the maps: %s", name, strerror(-err));
+		detach_one(x, pd->ifindex, name);
+	}
+out:
+	xdp_program__close(prog);
+	xdpr_bpf__destroy(skel);
+	return err;
+}
+
+int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode,
+		unsigned int flags, struct xdpr_attach_info *info)
+{
+	struct pending pd[XDPR_MAX_IFACES] = {};
+	__u32 slots[XDPR_MAX_IFACES];
+	int err, done;
+
+	quiet_libs();
+	if (n <= 0 || n + x->nlinks >= XDPR_MAX_IFACES) {
+		seterr(x, "can attach at most %d interfaces", XDPR_MAX_IFACES - 1);
+		return -E2BIG;
+	}
+	memset(info, 0, sizeof(*info));
+
+	/* Validate everything before touching anything. */
+	for (int i = 0; i < n; i++) {
+		struct xdp_multiprog *mp;
+
+		pd[i].ifindex = if_nametoindex(ifnames[i]);
+		if (!pd[i].ifindex) {
+			seterr(x, "cannot find device \"%s\"", ifnames[i]);
+			return -ENODEV;
+		}
+		for (int j = 0; j < i; j++)
+			if (pd[j].ifindex == pd[i].ifindex) {
+				seterr(x, "device \"%s\" given twice", ifnames[i]);
+				return -EINVAL;
+			}
+		if (xdpr_link_find(x, ifnames[i])) {
+			seterr(x, "xdpr is already attached to \"%s\"", ifnames[i]);
+			return -EEXIST;
+		}
+		mp = get_multiprog(pd[i].ifindex);
+		if (mp && (xdp_multiprog__main_prog(mp) || xdp_multiprog__hw_prog(mp))) {
+			if (!(flags & XDPR_F_FORCE)) {
+				xdp_multiprog__close(mp);
+				seterr(x, "\"%s\" already has an XDP program; use \"force\" to replace it",
+				       ifnames[i]);
+				return -EBUSY;
+			}
+			pd[i].foreign = true;
+		}
+		xdp_multiprog__close(mp);
+		err = iface_mac(ifnames[i], pd[i].cfg.mac);
+		if (err) {
+			seterr(x, "\"%s\" is not an Ethernet device", ifnames[i]);
+			return err == -EPROTONOSUPPORT ? -EINVAL : err;
+		}
+		pd[i].slot = slots[i] = free_slot(x, slots, i);
+		pd[i].cfg.slot = pd[i].slot;
+		info->dev[i].xmit = xdpr_probe_xmit(pd[i].ifindex);
+		/* Unknown (pre-6.3 kernel): trust the driver, as the kernel did then. */
+		pd[i].cfg.flags = (info->dev[i].xmit != XDPR_XMIT_NO ? XDPR_IF_XMIT : 0) |
+				  (mode == XDPR_MODE_SKB ? XDPR_IF_GENERIC : 0);
+		snprintf(info->dev[i].name, sizeof(info->dev[i].name), "%s", ifnames[i]);
+		info->dev[i].replaced_foreign = pd[i].foreign;
+	}
+
+	if (x->stats_fd < 0) {
+		err = create_maps(x);
+		if (err)
+			return err;
+	}
+	for (done = 0; done < n; done++) {
+		err = zero_slot(x, pd[done].slot);
+		if (!err)
+			err = attach_one(x, ifnames[done], &pd[done], mode,
+					 &info->dev[done].dispatcher);
+		if (err)
+			break;
+		info->n++;
+	}
+	if (done == n)
+		return 0;
+
+	/* All or nothing: take back what this call attached. */
+	for (int i = 0; i < done; i++) {
+		char keep[sizeof(x->err)];
+
+		memcpy(keep, x->err, sizeof(keep));
+		detach_one(x, pd[i].ifindex, ifnames[i]);
+		memcpy(x->err, keep, sizeof(keep));
+	}
+	info->n = 0;
+	return err;
+}
+
+int xdpr_detach(struct xdpr *x, char *const *ifnames, int n)
+{
+	const struct xdpr_link *todo[XDPR_MAX_IFACES];
+	int cnt = 0, err = 0;
+
+	quiet_libs();
+	if (n == 0) {
+		for (int i = 0; i < x->nlinks; i++)
+			todo[cnt++] = &x->links[i];
+	}
+	for (int i = 0; i < n; i++) {
+		const struct xdpr_link *l = xdpr_link_find(x, ifnames[i]);
+
+		if (!l) {
+			if (!if_nametoindex(ifnames[i]))
+				seterr(x, "cannot find device \"%s\"", ifnames[i]);
+			else
+				seterr(x, "xdpr is not attached to \"%s\"", ifnames[i]);
+			return -ENOENT;
+		}
+		todo[cnt++] = l;
+	}
+	for (int i = 0; i < cnt; i++) {
+		int e = detach_one(x, todo[i]->ifindex, todo[i]->name);
+
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * netdev.c - ask the kernel what a driver can do with XDP frames.
+ *
+ * The "netdev" generic netlink family (Linux 6.3+) reports xdp-features per
+ * device.  NDO_XMIT tells whether frames redirected *to* the device can be
+ * sent: e1000e cannot, a veth can only while its peer runs XDP or GRO.
+ * The uapi headers on Debian 12 predate the family, so the few numbers
+ * needed are defined here.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <linux/netlink.h>
+#include <linux/genetlink.h>
+#include "libxdpr.h"
+
+#define NETDEV_FAMILY_NAME        "netdev"
+#define NETDEV_CMD_DEV_GET        1
+#define NETDEV_A_DEV_IFINDEX      1
+#define NETDEV_A_DEV_XDP_FEATURES 3
+#define NETDEV_XDP_ACT_NDO_XMIT   (1ULL << 2)
+
+struct nlreq {
+	struct nlmsghdr nh;
+	struct genlmsghdr gh;
+	char attrs[64];
+};
+
+static void put_attr(struct nlreq *r, __u16 type, const void *data, __u16 len)
+{
+	struct nlattr *a = (struct nlattr *)((char *)r + NLMSG_ALIGN(r->nh.nlmsg_len));
+
+	a->nla_type = type;
+	a->nla_len = NLA_HDRLEN + len;
+	memcpy((char *)a + NLA_HDRLEN, data, len);
+	r->nh.nlmsg_len = NLMSG_ALIGN(r->nh.nlmsg_len) + NLA_ALIGN(a->nla_len);
+}
+
+/* Send one request, walk the attributes of the answer; cb returns 1 to stop. */
+static int genl_call(int fd, struct nlreq *r, int (*cb)(struct nlattr *, void *), void *arg)
+{
+	char buf[8192];
+	struct nlmsghdr *nh;
+	ssize_t len;
+
+	if (send(fd, r, r->nh.nlmsg_len, 0) < 0)
+		return -errno;
+	len = recv(fd, buf, sizeof(buf), 0);
+	if (len < 0)
+		return -errno;
+	for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len); nh = NLMSG_NEXT(nh, len)) {
+		struct nlattr *a;
+		int rem;
+
+		if (nh->nlmsg_type == NLMSG_ERROR) {
+			struct nlmsgerr *e = NLMSG_DATA(nh);
+
+			return e->error ? e->error : -ENODATA;
+		}
+		a = (struct nlattr *)((char *)NLMSG_DATA(nh) + GENL_HDRLEN);
+		rem = nh->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN;
+		while (rem >= (int)NLA_HDRLEN && a->nla_len >= NLA_HDRLEN && a->nla_len <= rem) {
+			if (cb(a, arg))
+				return 0;
+			rem -= NLA_ALIGN(a->nla_len);
+			a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len));
+		}
+	}
+	return -ENODATA;
+}
+
+static int family_id_cb(struct nlattr *a, void *arg)
+{
+	if ((a->nla_type & NLA_TYPE_MASK) != CTRL_ATTR_FAMILY_ID)
+		return 0;
+	memcpy(arg, (char *)a + NLA_HDRLEN, sizeof(__u16));
+	return 1;
+}
+
+static int features_cb(struct nlattr *a, void *arg)
+{
+	if ((a->nla_type & NLA_TYPE_MASK) != NETDEV_A_DEV_XDP_FEATURES)
+		return 0;
+	memcpy(arg, (char *)a + NLA_HDRLEN, sizeof(__u64));
+	return 1;
+}
+
+int xdpr_probe_xdp_features(__u32 ifindex, __u64 *features)
+{
+	struct nlreq r = {};
+	__u16 family = 0;
+	int fd, err;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	if (fd < 0)
+		return -errno;
+
+	r.nh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
+	r.nh.nlmsg_type = GENL_ID_CTRL;
+	r.nh.nlmsg_flags = NLM_F_REQUEST;
+	r.gh.cmd = CTRL_CMD_GETFAMILY;
+	r.gh.version = 1;
+	put_attr(&r, CTRL_ATTR_FAMILY_NAME, NETDEV_FAMILY_NAME, sizeof(NETDEV_FAMILY_NAME));
+	err = genl_call(fd, &r, family_id_cb, &family);
+	if (err)
+		goto out;
+
+	memset(&r, 0, sizeof(r));
+	r.nh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
+	r.nh.nlmsg_type = family;
+	r.nh.nlmsg_flags = NLM_F_REQUEST;
+	r.gh.cmd = NETDEV_CMD_DEV_GET;
+	r.gh.version = 1;
+	put_attr(&r, NETDEV_A_DEV_IFINDEX, &ifindex, sizeof(ifindex));
+	*features = 0;
+	err = genl_call(fd, &r, features_cb, features);
+out:
+	close(fd);
+	return err;
+}
+
+enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex)
+{
+	__u64 f;
+
+	if (xdpr_probe_xdp_features(ifindex, &f))
+		return XDPR_XMIT_UNKNOWN;
+	return (f & NETDEV_XDP_ACT_NDO_XMIT) ? XDPR_XMIT_YES : XDPR_XMIT_NO;
+}

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+/* reasons.c - user-visible names of the datapath's exit reasons. */
+#include "libxdpr.h"
+
+static const struct {
+	const char *name;
+	const char *desc;
+} reasons[XDPR_REASON_MAX] = {
+	[XDPR_FWD]                   = { "forwarded",        "redirected to the egress interface in XDP" },
+	[XDPR_PASS_NOT_IP]           = { "pass_not_ip",      "not IPv4/IPv6 (ARP, LLDP, ...)" },
+	[XDPR_PASS_VLAN]             = { "pass_vlan",        "VLAN-tagged frame" },
+	[XDPR_PASS_L2_OTHER]         = { "pass_l2_other",    "L2 broadcast/multicast or not this interface's MAC" },
+	[XDPR_PASS_IP4_HDR_ERR]      = { "pass_ip4_hdr_err", "IPv4 version, IHL or total length invalid" },
+	[XDPR_PASS_IP4_CSUM]         = { "pass_ip4_csum",    "IPv4 header checksum invalid" },
+	[XDPR_PASS_IP4_OPTIONS]      = { "pass_ip4_options", "IPv4 options present" },
+	[XDPR_PASS_IP4_FRAG]         = { "pass_ip4_frag",    "IPv4 fragment" },
+	[XDPR_PASS_IP6_HDR_ERR]      = { "pass_ip6_hdr_err", "IPv6 version or payload length invalid" },
+	[XDPR_PASS_IP6_EXTHDR]       = { "pass_ip6_exthdr",  "IPv6 extension header" },
+	[XDPR_PASS_MARTIAN]          = { "pass_martian",     "loopback, link-local, unspecified or multicast source address" },
+	[XDPR_PASS_TTL]              = { "pass_ttl",         "TTL / hop limit would expire" },
+	[XDPR_PASS_FIB_BLACKHOLE]    = { "pass_blackhole",   "FIB: blackhole route" },
+	[XDPR_PASS_FIB_UNREACH]      = { "pass_unreachable", "FIB: unreachable route or no route" },
+	[XDPR_PASS_FIB_PROHIBIT]     = { "pass_prohibit",    "FIB: prohibit route" },
+	[XDPR_PASS_FIB_NOT_FWDED]    = { "pass_not_fwded",   "FIB: local, broadcast or multicast destination" },
+	[XDPR_PASS_FIB_FWD_DISABLED] = { "pass_fwd_disabled","FIB: forwarding disabled on the ingress interface" },
+	[XDPR_PASS_FIB_UNSUPP_LWT]   = { "pass_unsupp_lwt",  "FIB: route needs a lightweight tunnel" },
+	[XDPR_PASS_FIB_NO_NEIGH]     = { "pass_no_neigh",    "FIB: next hop's MAC not resolved" },
+	[XDPR_PASS_FIB_FRAG_NEEDED]  = { "pass_frag_needed", "larger than the egress MTU" },
+	[XDPR_PASS_FIB_OTHER]        = { "pass_fib_other",   "FIB: other lookup failure" },
+	[XDPR_PASS_EGRESS_NOT_XDPR]  = { "pass_egress_not_xdpr", "egress interface not attached to xdpr" },
+	[XDPR_PASS_EGRESS_NO_XMIT]   = { "pass_egress_no_xmit",  "egress driver cannot transmit XDP frames" },
+	[XDPR_PASS_NO_IFACE]         = { "pass_no_iface",    "ingress interface being attached or detached" },
+	[XDPR_DROP_SHORT]            = { "drop_short",       "frame shorter than its headers" },
+};
+
+const char *xdpr_reason_name(int r)
+{
+	return r >= 0 && r < XDPR_REASON_MAX && reasons[r].name ? reasons[r].name : "unknown";
+}
+
+const char *xdpr_reason_desc(int r)
+{
+	return r >= 0 && r < XDPR_REASON_MAX && reasons[r].desc ? reasons[r].desc : "unknown";
+}
+
+const char *xdpr_mode_name(enum xdpr_mode mode)
+{
+	return mode == XDPR_MODE_SKB ? "skb" : "native";
+}
