@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* cli.h - shared pieces of the xdpr command. */
+#ifndef XDPR_CLI_H
+#define XDPR_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "libxdpr.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct cli_opts {
+	bool json;
+	bool pretty;
+	int detail; /* -s count: 1 all reasons, 2 per CPU */
+};
+extern struct cli_opts opts;
+
+/* Print "Error: ..." as one line on stderr and return the exit code. */
+int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parsed command lines (pure functions: unit-tested without privileges). */
+struct attach_args {
+	char *devs[XDPR_MAX_IFACES];
+	int ndev;
+	enum xdpr_mode mode;
+	bool force;
+};
+
+struct detach_args {
+	char *devs[XDPR_MAX_IFACES];
+	int ndev; /* 0: all */
+};
+
+struct stats_args {
+	const char *dev;     /* NULL: every interface */
+	unsigned int interval; /* seconds, 0: one snapshot */
+	unsigned long count;   /* samples in interval mode, 0: until Ctrl-C */
+};
+
+/* 0, or EXIT_USAGE with the message in err. */
+int parse_attach(int argc, char **argv, struct attach_args *a, char *err, size_t len);
+int parse_detach(int argc, char **argv, struct detach_args *a, char *err, size_t len);
+int parse_stats(int argc, char **argv, struct stats_args *a, char *err, size_t len);
+/* Whole number in [min, max]; 0 on success. */
+int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out);
+
+int do_link(int argc, char **argv);
+int do_stats(int argc, char **argv);
+
+/* "2026-11-30T04:15:26Z" */
+void fmt_time(unsigned long long t, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+/* link.c - xdpr link { attach | detach | show }. */
+#include <stdio.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "out.h"
+
+static void link_usage(void)
+{
+	fprintf(stderr,
+		"Usage: xdpr link attach DEV [DEV ...] [mode {native|skb}] [force]\n"
+		"       xdpr link detach { DEV [DEV ...] | all }\n"
+		"       xdpr link show [DEV]\n");
+}
+
+#define USAGE(...) (snprintf(err, len, __VA_ARGS__), EXIT_USAGE)
+
+static int check_dev_name(const char *d, char *err, size_t len)
+{
+	if (!*d || strlen(d) >= IF_NAMESIZE || strchr(d, '/') || strchr(d, ' '))
+		return USAGE("invalid device name \"%s\"", d);
+	return 0;
+}
+
+int parse_attach(int argc, char **argv, struct attach_args *a, char *err, size_t len)
+{
+	memset(a, 0, sizeof(*a));
+	a->mode = XDPR_MODE_NATIVE;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "mode")) {
+			if (++i >= argc)
+				return USAGE("\"mode\" needs native or skb");
+			if (!strcmp(argv[i], "native") || !strcmp(argv[i], "drv"))
+				a->mode = XDPR_MODE_NATIVE;
+			else if (!strcmp(argv[i], "skb") || !strcmp(argv[i], "generic"))
+				a->mode = XDPR_MODE_SKB;
+			else
+				return USAGE("unknown mode \"%s\" (expected native or skb)", argv[i]);
+		} else if (!strcmp(argv[i], "force")) {
+			a->force = true;
+		} else {
+			const char *d = argv[i];
+
+			if (!strcmp(d, "dev")) {
+				if (++i >= argc)
+					return USAGE("\"dev\" needs a device name");
+				d = argv[i];
+			}
+			if (check_dev_name(d, err, len))
+				return EXIT_USAGE;
+			if (a->ndev >= XDPR_MAX_IFACES - 1)
+				return USAGE("too many devices");
+			a->devs[a->ndev++] = (char *)d;
+		}
+	}
+	if (!a->ndev)
+		return USAGE("\"link attach\" needs at least one device");
+	return 0;
+}
+
+int parse_detach(int argc, char **argv, struct detach_args *a, char *err, size_t len)
+{
+	memset(a, 0, sizeof(*a));
+	if (argc == 1 && !strcmp(argv[0], "all"))
+		return 0;
+	for (int i = 0; i < argc; i++) {
+		const char *d = argv[i];
+
+		if (!strcmp(d, "all"))
+			return USAGE("\"all\" cannot be combined with device names");
+		if (!strcmp(d, "dev")) {
+			if (++i >= argc)
+				return USAGE("\"dev\" needs a device name");
+			d = argv[i];
+		}
+		if (check_dev_name(d, err, len))
+			return EXIT_USAGE;
+		if (a->ndev >= XDPR_MAX_IFACES - 1)
+			return USAGE("too many devices");
+		a->devs[a->ndev++] = (char *)d;
+	}
+	if (!a->ndev)
+		return USAGE("\"link detach\" needs device names or \"all\"");
+	return 0;
+}
+
+static const char *xmit_name(enum xdpr_xmit x)
+{
+	return x == XDPR_XMIT_YES ? "yes" : x == XDPR_XMIT_NO ? "no" : "unknown";
+}
+
+static int link_attach(int argc, char **argv)
+{
+	static struct xdpr x;
+	static struct xdpr_attach_info info;
+	struct attach_args a;
+	char err[256];
+	int ret;
+
+	if (parse_attach(argc, argv, &a, err, sizeof(err))) {
+		link_usage();
+		return fail(EXIT_USAGE, "%s", err);
+	}
+	ret = xdpr_open(&x, XDPR_O_LOCK);
+	if (ret && ret != -ENOENT) {
+		xdpr_close(&x);
+		return fail(EXIT_FAIL, "%s", x.err);
+	}
+	ret = xdpr_attach(&x, a.devs, a.ndev, a.mode, a.force ? XDPR_F_FORCE : 0, &info);
+	xdpr_close(&x);
+	if (ret)
+		return fail(EXIT_FAIL, "%s", x.err);
+
+	out_arr_open(NULL);
+	for (int i = 0; i < info.n; i++) {
+		out_obj_open(NULL);
+		out_str("dev", "%s: attached", info.dev[i].name);
+		out_str("mode", " in %s mode", xdpr_mode_name(a.mode));
+		out_bool("dispatcher", NULL, info.dev[i].dispatcher);
+		if (!info.dev[i].dispatcher)
+			out_text(" (direct attach: libxdp dispatcher %s)",
+				 getenv("LIBXDP_SKIP_DISPATCHER") ? "skipped by LIBXDP_SKIP_DISPATCHER"
+								   : "not available");
+		out_bool("replaced_foreign", NULL, info.dev[i].replaced_foreign);
+		if (info.dev[i].replaced_foreign)
+			out_text(", replaced the previous XDP program");
+		out_str("xdp_xmit", NULL, xmit_name(info.dev[i].xmit));
+		out_text("\n");
+		if (info.dev[i].xmit == XDPR_XMIT_NO && a.mode == XDPR_MODE_NATIVE)
+			out_text("  note: the %s driver cannot transmit XDP frames now: traffic routed "
+				 "out of %s goes through the kernel (veth: enable GRO or XDP on the "
+				 "peer, then \"xdpr link detach %s\" and attach again)\n",
+				 info.dev[i].name, info.dev[i].name, info.dev[i].name);
+		out_obj_close();
+	}
+	out_arr_close();
+	out_flush_doc();
+	return EXIT_OK;
+}
+
+static int link_detach(int argc, char **argv)
+{
+	static struct xdpr x;
+	struct detach_args a;
+	char err[256];
+	int ret;
+
+	if (parse_detach(argc, argv, &a, err, sizeof(err))) {
+		link_usage();
+		return fail(EXIT_USAGE, "%s", err);
+	}
+	ret = xdpr_open(&x, XDPR_O_LOCK);
+	if (!ret)
+		ret = xdpr_detach(&x, a.devs, a.ndev);
+	xdpr_close(&x);
+	return ret ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
+}
+
+static void show_one(const struct xdpr_link *l)
+{
+	char since[32];
+
+	fmt_time(l->since, since, sizeof(since));
+	out_obj_open(NULL);
+	out_str("dev", "%-15s ", l->name);
+	out_u64("ifindex", "%7llu  ", l->ifindex);
+	out_str("mode", "%-6s  ", xdpr_mode_name(l->mode));
+	out_u64("prog_id", "%7llu  ", l->prog_id);
+	out_bool("dispatcher", "%-10s  ", l->dispatcher);
+	out_bool("xdp_xmit", "%-4s  ", l->has_cfg && (l->cfg.flags & XDPR_IF_XMIT));
+	out_u64("slot", "%4llu  ", l->has_cfg ? l->cfg.slot : 0);
+	out_str("since", "%s\n", since);
+	out_obj_close();
+}
+
+static int link_show(int argc, char **argv)
+{
+	static struct xdpr x;
+	const char *dev = NULL;
+	int ret;
+
+	if (argc > 0 && !strcmp(argv[0], "dev"))
+		argc--, argv++;
+	if (argc > 1 || (argc == 1 && !*argv[0])) {
+		link_usage();
+		return fail(EXIT_USAGE, "\"link show\" takes at most one device");
+	}
+	if (argc == 1)
+		dev = argv[0];
+	ret = xdpr_open(&x, 0);
+	if (ret && ret != -ENOENT) {
+		xdpr_close(&x);
+		return fail(EXIT_FAIL, "%s", x.err);
+	}
+	if (dev && !xdpr_link_find(&x, dev)) {
+		xdpr_close(&x);
+		if (!if_nametoindex(dev))
+			return fail(EXIT_FAIL, "cannot find device \"%s\"", dev);
+		return fail(EXIT_FAIL, "xdpr is not attached to \"%s\"", dev);
+	}
+	out_arr_open(NULL);
+	if (x.nlinks)
+		out_text("%-15s %7s  %-6s  %7s  %-10s  %-4s  %4s  %s\n", "DEV", "IFINDEX", "MODE",
+			 "PROG", "DISPATCHER", "XMIT", "SLOT", "SINCE");
+	for (int i = 0; i < x.nlinks; i++)
+		if (!dev || !strcmp(dev, x.links[i].name))
+			show_one(&x.links[i]);
+	out_arr_close();
+	out_flush_doc();
+	xdpr_close(&x);
+	return EXIT_OK;
+}
+
+int do_link(int argc, char **argv)
+{
+	if (argc < 1 || !strcmp(argv[0], "show") || !strcmp(argv[0], "list"))
+		return link_show(argc ? argc - 1 : 0, argv + (argc ? 1 : 0));
+	if (!strcmp(argv[0], "attach"))
+		return link_attach(argc - 1, argv + 1);
+	if (!strcmp(argv[0], "detach"))
+		return link_detach(argc - 1, argv + 1);
+	if (!strcmp(argv[0], "help")) {
+		link_usage();
+		return EXIT_OK;
+	}
+	link_usage();
+	return fail(EXIT_USAGE, "unknown link command \"%s\"", argv[0]);
+}

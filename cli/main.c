@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xdpr - command line of the xdpr XDP router.
+ *
+ *   xdpr [OPTIONS] OBJECT COMMAND [ARGS]
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+#include "out.h"
+
+#ifndef XDPR_VERSION
+#define XDPR_VERSION "0.1"
+#endif
+
+struct cli_opts opts;
+
+int fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("Error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: xdpr [OPTIONS] OBJECT COMMAND [ARGS]\n"
+		"       xdpr [OPTIONS] link attach DEV [DEV ...] [mode {native|skb}] [force]\n"
+		"       xdpr [OPTIONS] link detach { DEV [DEV ...] | all }\n"
+		"       xdpr [OPTIONS] link show [DEV]\n"
+		"       xdpr [OPTIONS] stats [show] [dev DEV] [interval SECS [count N]]\n"
+		"       xdpr help\n"
+		"OPTIONS := { -j|--json  -p|--pretty  -s|--stats (twice: per CPU)  -V|--version  -h|--help }\n");
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} objects[] = {
+	{ "link",  do_link },
+	{ "stats", do_stats },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "json",    no_argument, NULL, 'j' },
+		{ "pretty",  no_argument, NULL, 'p' },
+		{ "stats",   no_argument, NULL, 's' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help",    no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c, ret;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+jpsVh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'j': opts.json = true; break;
+		case 'p': opts.json = opts.pretty = true; break;
+		case 's': opts.detail++; break;
+		case 'V': printf("xdpr %s\n", XDPR_VERSION); return EXIT_OK;
+		case 'h': usage(stdout); return EXIT_OK;
+		default:
+			usage(stderr);
+			return fail(EXIT_USAGE, "unknown option \"%s\"", argv[optind - 1]);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		usage(stderr);
+		return fail(EXIT_USAGE, "missing OBJECT");
+	}
+	if (!strcmp(argv[0], "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	out_init(stdout, opts.json, opts.pretty);
+	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++) {
+		if (!strcmp(argv[0], objects[i].name)) {
+			ret = objects[i].fn(argc - 1, argv + 1);
+			fflush(stdout);
+			return ret;
+		}
+	}
+	usage(stderr);
+	return fail(EXIT_USAGE, "unknown object \"%s\"", argv[0]);
+}

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0
+/* stats.c - xdpr stats: per interface, per reason, per CPU; live rates. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli.h"
+#include "out.h"
+
+static void stats_usage(void)
+{
+	fprintf(stderr, "Usage: xdpr [-j] [-s [-s]] stats [show] [dev DEV] [interval SECS [count N]]\n");
+}
+
+#define USAGE(...) (snprintf(err, len, __VA_ARGS__), EXIT_USAGE)
+
+int parse_stats(int argc, char **argv, struct stats_args *a, char *err, size_t len)
+{
+	unsigned long v;
+
+	memset(a, 0, sizeof(*a));
+	if (argc > 0 && (!strcmp(argv[0], "show") || !strcmp(argv[0], "list")))
+		argc--, argv++;
+	for (int i = 0; i < argc; i++) {
+		const char *kw = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(kw, "dev")) {
+			if (!val || !*val || strlen(val) >= IF_NAMESIZE)
+				return USAGE("\"dev\" needs a device name");
+			a->dev = val;
+		} else if (!strcmp(kw, "interval")) {
+			if (parse_uint(val, 1, 3600, &v))
+				return USAGE("invalid interval \"%s\" (seconds, 1 to 3600)", val ? val : "");
+			a->interval = v;
+		} else if (!strcmp(kw, "count")) {
+			if (parse_uint(val, 1, 1000000000UL, &v))
+				return USAGE("invalid count \"%s\" (a whole number >= 1)", val ? val : "");
+			a->count = v;
+		} else {
+			return USAGE("unknown stats argument \"%s\"", kw);
+		}
+		i++;
+	}
+	if (a->count && !a->interval)
+		return USAGE("\"count\" goes with \"interval\"");
+	return 0;
+}
+
+/* One interface's counters: per CPU and summed. */
+struct snap {
+	const char *dev;
+	__u32 ifindex;
+	enum xdpr_mode mode;
+	struct xdpr_slot sum;
+	struct xdpr_slot *cpu;
+};
+
+static int take(struct xdpr *x, const struct xdpr_link **links, int n, struct snap *s, int ncpu)
+{
+	for (int i = 0; i < n; i++) {
+		__u32 slot = links[i] ? links[i]->cfg.slot : 0;
+		int err = xdpr_stats_read(x, slot, s[i].cpu);
+
+		if (err)
+			return err;
+		s[i].dev = links[i] ? links[i]->name : "(unattached)";
+		s[i].ifindex = links[i] ? links[i]->ifindex : 0;
+		s[i].mode = links[i] ? links[i]->mode : XDPR_MODE_NATIVE;
+		memset(&s[i].sum, 0, sizeof(s[i].sum));
+		for (int c = 0; c < ncpu; c++)
+			for (int r = 0; r < XDPR_REASON_MAX; r++) {
+				s[i].sum.reason[r].packets += s[i].cpu[c].reason[r].packets;
+				s[i].sum.reason[r].bytes += s[i].cpu[c].reason[r].bytes;
+			}
+	}
+	return 0;
+}
+
+static bool slot_empty(const struct xdpr_slot *s)
+{
+	for (int r = 0; r < XDPR_REASON_MAX; r++)
+		if (s->reason[r].packets)
+			return false;
+	return true;
+}
+
+static void print_snapshot(const struct snap *s, int n, int ncpu)
+{
+	out_obj_open(NULL);
+	out_arr_open("interfaces");
+	for (int i = 0; i < n; i++) {
+		/* slot 0 only matters when something landed there */
+		if (!s[i].ifindex && slot_empty(&s[i].sum))
+			continue;
+		out_obj_open(NULL);
+		out_str("dev", "%s", s[i].dev);
+		out_u64("ifindex", " (ifindex %llu", s[i].ifindex);
+		out_str("mode", ", %s)\n", xdpr_mode_name(s[i].mode));
+		out_obj_open("reasons");
+		for (int r = 0; r < XDPR_REASON_MAX; r++) {
+			const struct xdpr_ctr *c = &s[i].sum.reason[r];
+
+			if (!out_is_json() && !c->packets && opts.detail < 1)
+				continue;
+			out_obj_open(xdpr_reason_name(r));
+			out_text("  %-22s", xdpr_reason_name(r));
+			out_u64("packets", " %14llu pkts", c->packets);
+			out_u64("bytes", " %16llu bytes\n", c->bytes);
+			if (opts.detail >= 2) {
+				out_arr_open("cpus");
+				for (int k = 0; k < ncpu; k++) {
+					out_obj_open(NULL);
+					out_u64("cpu", "    cpu%-17llu", k);
+					out_u64("packets", " %14llu pkts", s[i].cpu[k].reason[r].packets);
+					out_u64("bytes", " %16llu bytes\n", s[i].cpu[k].reason[r].bytes);
+					out_obj_close();
+				}
+				out_arr_close();
+			}
+			out_obj_close();
+		}
+		out_obj_close();
+		out_obj_close();
+	}
+	out_arr_close();
+	out_obj_close();
+	out_flush_doc();
+}
+
+static void print_rates(const struct snap *a, const struct snap *b, int n, double secs)
+{
+	char now[32];
+
+	fmt_time(time(NULL), now, sizeof(now));
+	out_obj_open(NULL);
+	out_str("time", "--- %s", now);
+	out_double("interval", " (%.1f s)\n", secs);
+	out_arr_open("interfaces");
+	for (int i = 0; i < n; i++) {
+		if (!b[i].ifindex && slot_empty(&b[i].sum))
+			continue;
+		out_obj_open(NULL);
+		out_str("dev", NULL, b[i].dev);
+		out_obj_open("reasons");
+		for (int r = 0; r < XDPR_REASON_MAX; r++) {
+			__u64 dp = b[i].sum.reason[r].packets - a[i].sum.reason[r].packets;
+			__u64 db = b[i].sum.reason[r].bytes - a[i].sum.reason[r].bytes;
+
+			if (!out_is_json() && !dp && opts.detail < 1)
+				continue;
+			out_obj_open(xdpr_reason_name(r));
+			out_text("%-15s %-22s", b[i].dev, xdpr_reason_name(r));
+			out_double("pps", " %14.0f pps", dp / secs);
+			out_double("mbps", " %12.3f Mbit/s\n", db * 8 / secs / 1e6);
+			out_obj_close();
+		}
+		out_obj_close();
+		out_obj_close();
+	}
+	out_arr_close();
+	out_obj_close();
+	out_flush_doc();
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int run_interval(struct xdpr *x, const struct xdpr_link **links, int n,
+			struct snap *s[2], int ncpu, const struct stats_args *a)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	double t0, t1;
+	int cur = 0, err;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if ((err = take(x, links, n, s[cur], ncpu)))
+		return err;
+	t0 = now_s();
+	for (unsigned long k = 0; !stop && (!a->count || k < a->count); k++) {
+		struct timespec left = { .tv_sec = a->interval };
+
+		while (!stop && nanosleep(&left, &left) && errno == EINTR)
+			;
+		if (stop)
+			break;
+		if ((err = take(x, links, n, s[!cur], ncpu)))
+			return err;
+		t1 = now_s();
+		print_rates(s[cur], s[!cur], n, t1 - t0);
+		cur = !cur;
+		t0 = t1;
+	}
+	return 0;
+}
+
+int do_stats(int argc, char **argv)
+{
+	static struct xdpr x;
+	const struct xdpr_link *links[XDPR_MAX_IFACES + 1];
+	struct stats_args a;
+	struct snap *s[2] = {};
+	int ncpu, n = 0, ret = EXIT_FAIL, err;
+	char msg[256];
+
+	if (parse_stats(argc, argv, &a, msg, sizeof(msg))) {
+		stats_usage();
+		return fail(EXIT_USAGE, "%s", msg);
+	}
+	if (xdpr_open(&x, 0)) {
+		xdpr_close(&x);
+		return fail(EXIT_FAIL, "%s", x.err);
+	}
+	if (a.dev) {
+		links[n] = xdpr_link_find(&x, a.dev);
+		if (!links[n]) {
+			ret = fail(EXIT_FAIL, if_nametoindex(a.dev) ? "xdpr is not attached to \"%s\""
+								    : "cannot find device \"%s\"", a.dev);
+			goto out;
+		}
+		n++;
+	} else {
+		for (int i = 0; i < x.nlinks; i++)
+			if (x.links[i].has_cfg)
+				links[n++] = &x.links[i];
+		links[n++] = NULL; /* slot 0: frames seen while an interface was half set up */
+	}
+
+	ncpu = xdpr_ncpus();
+	if (ncpu <= 0) {
+		ret = fail(EXIT_FAIL, "cannot count CPUs: %s", strerror(-ncpu));
+		goto out;
+	}
+	for (int k = 0; k < 2; k++) {
+		s[k] = calloc(n, sizeof(struct snap));
+		if (!s[k]) {
+			ret = fail(EXIT_FAIL, "out of memory");
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			s[k][i].cpu = calloc(ncpu, sizeof(struct xdpr_slot));
+			if (!s[k][i].cpu) {
+				ret = fail(EXIT_FAIL, "out of memory");
+				goto out;
+			}
+		}
+	}
+
+	if (a.interval)
+		err = run_interval(&x, links, n, s, ncpu, &a);
+	else if (!(err = take(&x, links, n, s[0], ncpu)))
+		print_snapshot(s[0], n, ncpu);
+	ret = err ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
+out:
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; s[k] && i < n; i++)
+			free(s[k][i].cpu);
+		free(s[k]);
+	}
+	xdpr_close(&x);
+	return ret;
+}

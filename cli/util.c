@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0
+/* util.c - small parsing and formatting helpers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+#include "cli.h"
+
+int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+void fmt_time(unsigned long long t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
