@@ -1,0 +1,96 @@
+# xdpr - XDP fast-path router.  `make V=1` shows the commands.
+.DELETE_ON_ERROR:
+.PHONY: all deps demo test test-unit test-bpf test-netns clean
+
+BUILD   := build
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine)
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Ibpf -Iloader -Icli -I$(BUILD)
+LDLIBS    = $(shell pkg-config --libs libxdp libbpf)
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -I$(ARCH_INC) -Ibpf
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' $(1) $(2);
+endif
+
+BPF_HDRS := $(wildcard bpf/*.h)
+LOADER_SRCS := $(wildcard loader/*.c)
+LOADER_OBJS := $(LOADER_SRCS:loader/%.c=$(BUILD)/loader/%.o)
+CLI_SRCS := $(wildcard cli/*.c)
+CLI_OBJS := $(CLI_SRCS:cli/%.c=$(BUILD)/cli/%.o)
+CLI_LIB_OBJS := $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJS))
+UNIT_SRCS := $(wildcard selftests/unit/*.c)
+UNIT_BINS := $(UNIT_SRCS:selftests/unit/%.c=$(BUILD)/selftests/%)
+BPFT_SRCS := $(wildcard selftests/bpf/*.c)
+BPFT_BINS := $(BPFT_SRCS:selftests/bpf/%.c=$(BUILD)/selftests/%)
+
+all: $(BUILD)/xdpr $(UNIT_BINS) $(BPFT_BINS)
+
+$(BUILD)/xdpr.bpf.o: bpf/xdpr.bpf.c $(BPF_HDRS)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/xdpr.skel.h: $(BUILD)/xdpr.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name xdpr_bpf > $@
+
+$(BUILD)/loader/%.o: loader/%.c $(BUILD)/xdpr.skel.h $(wildcard loader/*.h) $(BPF_HDRS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libxdpr.a: $(LOADER_OBJS)
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+$(BUILD)/cli/%.o: cli/%.c $(wildcard cli/*.h) loader/libxdpr.h $(BPF_HDRS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/xdpr: $(CLI_OBJS) $(BUILD)/libxdpr.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/selftests/%: selftests/unit/%.c $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/selftests/%: selftests/bpf/%.c $(BUILD)/libxdpr.a $(BUILD)/xdpr.skel.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $< $(BUILD)/libxdpr.a -o $@ $(LDLIBS)
+
+# Set-up commands: each installs what is missing first (Debian 12, as root).
+deps:
+	$(Q)scripts/deps.sh
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo.sh
+
+PROVE := prove --exec '' --timer
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(PROVE) selftests/unit/*.t selftests/bpf/*.t selftests/netns/*.t
+
+test-unit: all
+	$(Q)$(PROVE) selftests/unit/*.t
+test-bpf: all
+	$(Q)$(PROVE) selftests/bpf/*.t
+test-netns: all
+	$(Q)$(PROVE) selftests/netns/*.t
+
+clean:
+	$(Q)rm -rf $(BUILD)
