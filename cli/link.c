@@ -120,9 +120,8 @@ static int link_attach(int argc, char **argv)
 		out_str("mode", " in %s mode", xdpr_mode_name(a.mode));
 		out_bool("dispatcher", NULL, info.dev[i].dispatcher);
 		if (!info.dev[i].dispatcher)
-			out_text(" (direct attach: libxdp dispatcher %s)",
-				 getenv("LIBXDP_SKIP_DISPATCHER") ? "skipped by LIBXDP_SKIP_DISPATCHER"
-								   : "not available");
+			out_str("direct_attach_reason", " (direct attach, no libxdp dispatcher: %s)",
+				info.dev[i].why);
 		out_bool("replaced_foreign", NULL, info.dev[i].replaced_foreign);
 		if (info.dev[i].replaced_foreign)
 			out_text(", replaced the previous XDP program");

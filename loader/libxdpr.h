@@ -60,6 +60,7 @@ struct xdpr_attach_info {
 	struct {
 		char name[IF_NAMESIZE];
 		bool dispatcher;         /* false: libxdp fell back to (or was told to use) a plain attach */
+		char why[128];           /* libxdp's reason for not using its dispatcher */
 		bool replaced_foreign;   /* force removed another program */
 		enum xdpr_xmit xmit;
 	} dev[XDPR_MAX_IFACES];

@@ -26,6 +26,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <net/if_arp.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -34,6 +36,7 @@
 #include "xdpr.skel.h"
 
 #define XDPR_RUN_DIR "/run/xdpr"
+#define XDPR_PIN_ROOT "/sys/fs/bpf/xdpr"
 
 static void seterr(struct xdpr *x, const char *fmt, ...)
 {
@@ -44,8 +47,11 @@ static void seterr(struct xdpr *x, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* libxdp and libbpf talk on stderr by default; keep their last words instead. */
-static char lib_msg[256];
+/*
+ * libxdp and libbpf talk on stderr by default; keep their last warning
+ * instead, and the reason libxdp gave before falling back to a plain attach.
+ */
+static char lib_msg[256], lib_fallback[256];
 
 static int lib_print(enum libxdp_print_level level, const char *fmt, va_list ap)
 {
@@ -58,6 +64,9 @@ static int lib_print(enum libxdp_print_level level, const char *fmt, va_list ap)
 		n = strlen(lib_msg);
 		while (n && lib_msg[n - 1] == '\n')
 			lib_msg[--n] = 0;
+		if (!strncmp(lib_msg, "Falling back", 12))
+			return 0;
+		memcpy(lib_fallback, lib_msg, sizeof(lib_fallback));
 	}
 	return 0;
 }
@@ -144,7 +153,44 @@ static struct xdp_multiprog *get_multiprog(int ifindex)
 	return mp;
 }
 
-static int lock_netns(struct xdpr *x);
+static int netns_ino(unsigned long *ino)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/net", &st))
+		return -errno;
+	*ino = st.st_ino;
+	return 0;
+}
+
+static int lock_netns(struct xdpr *x)
+{
+	unsigned long ino = 0;
+	char path[64];
+	int fd, err;
+
+	/* One lock per network namespace: its inode names it uniquely while it lives. */
+	err = netns_ino(&ino);
+	if (err) {
+		seterr(x, "cannot identify the network namespace: %s", strerror(-err));
+		return err;
+	}
+	if (mkdir(XDPR_RUN_DIR, 0700) && errno != EEXIST) {
+		seterr(x, "cannot create %s: %s", XDPR_RUN_DIR, strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), XDPR_RUN_DIR "/netns-%lu.lock", ino);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		seterr(x, "cannot lock %s: %s", path, strerror(-err));
+		return err;
+	}
+	x->lock_fd = fd;
+	return 0;
+}
 
 int xdpr_open(struct xdpr *x, unsigned int flags)
 {
@@ -215,34 +261,6 @@ void xdpr_close(struct xdpr *x)
 			close(*fds[i]);
 		*fds[i] = -1;
 	}
-}
-
-static int lock_netns(struct xdpr *x)
-{
-	char path[64];
-	struct stat st;
-	int fd;
-	/* One lock per network namespace: its inode names it uniquely while it lives. */
-	if (stat("/proc/self/ns/net", &st)) {
-		seterr(x, "cannot identify the network namespace: %s", strerror(errno));
-		return -errno;
-	}
-	if (mkdir(XDPR_RUN_DIR, 0700) && errno != EEXIST) {
-		seterr(x, "cannot create %s: %s", XDPR_RUN_DIR, strerror(errno));
-		return -errno;
-	}
-	snprintf(path, sizeof(path), XDPR_RUN_DIR "/netns-%lu.lock", (unsigned long)st.st_ino);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX)) {
-		int err = -errno;
-
-		if (fd >= 0)
-			close(fd);
-		seterr(x, "cannot lock %s: %s", path, strerror(-err));
-		return err;
-	}
-	x->lock_fd = fd;
-	return 0;
 }
 
 const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name)
@@ -371,6 +389,41 @@ static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
 	return err;
 }
 
+/*
+ * Mirror the maps as pins in /sys/fs/bpf/xdpr/netns-INODE/ (0700) for bpftool
+ * and other readers, when this mount namespace has a bpffs there.  The CLI
+ * never needs them: under `ip netns exec` there is no bpffs, and state is
+ * found through the attached programs instead.  Best effort by design.
+ */
+static void sync_pins(struct xdpr *x, bool present)
+{
+	static const char *const names[] = { XDPR_MAP_STATS, XDPR_MAP_IFACES, XDPR_MAP_TX };
+	const int fds[] = { x->stats_fd, x->ifaces_fd, x->tx_fd };
+	char dir[64], path[96];
+	unsigned long ino = 0;
+	struct statfs fs;
+
+	if (statfs("/sys/fs/bpf", &fs) || fs.f_type != BPF_FS_MAGIC || netns_ino(&ino))
+		return;
+	snprintf(dir, sizeof(dir), XDPR_PIN_ROOT "/netns-%lu", ino);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	if (!present) {
+		rmdir(dir);
+		rmdir(XDPR_PIN_ROOT); /* only when no other namespace has pins */
+		return;
+	}
+	if ((mkdir(XDPR_PIN_ROOT, 0700) && errno != EEXIST) || (mkdir(dir, 0700) && errno != EEXIST))
+		return;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (fds[i] >= 0)
+			bpf_obj_pin(fds[i], path);
+	}
+}
+
 struct pending {
 	__u32 ifindex;
 	__u32 slot;
@@ -380,7 +433,7 @@ struct pending {
 
 /* Load one instance on the shared maps and attach it. */
 static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum xdpr_mode mode,
-		      bool *dispatcher)
+		      bool *dispatcher, char *why, size_t whylen)
 {
 	struct xdp_program *prog = NULL;
 	struct xdp_multiprog *mp;
@@ -415,7 +468,7 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 			goto out;
 		}
 	}
-	lib_msg[0] = 0;
+	lib_msg[0] = lib_fallback[0] = 0;
 	err = xdp_program__attach(prog, pd->ifindex,
 				  mode == XDPR_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
 	if (err) {
@@ -429,6 +482,9 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 	mp = get_multiprog(pd->ifindex);
 	*dispatcher = mp && !xdp_multiprog__is_legacy(mp);
 	xdp_multiprog__close(mp);
+	if (!*dispatcher)
+		snprintf(why, whylen, "%s", getenv("LIBXDP_SKIP_DISPATCHER") ? "LIBXDP_SKIP_DISPATCHER is set"
+					   : lib_fallback[0] ? lib_fallback : "not available");
 
 	if (bpf_map_update_elem(x->tx_fd, &key, &key, BPF_ANY) ||
 	    bpf_map_update_elem(x->ifaces_fd, &key, &pd->cfg, BPF_ANY)) {
@@ -509,13 +565,16 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		err = zero_slot(x, pd[done].slot);
 		if (!err)
 			err = attach_one(x, ifnames[done], &pd[done], mode,
-					 &info->dev[done].dispatcher);
+					 &info->dev[done].dispatcher, info->dev[done].why,
+					 sizeof(info->dev[done].why));
 		if (err)
 			break;
 		info->n++;
 	}
-	if (done == n)
+	if (done == n) {
+		sync_pins(x, true);
 		return 0;
+	}
 
 	/* All or nothing: take back what this call attached. */
 	for (int i = 0; i < done; i++) {
@@ -557,5 +616,6 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n)
 		if (e && !err)
 			err = e;
 	}
+	sync_pins(x, cnt < x->nlinks);
 	return err;
 }
