@@ -130,7 +130,7 @@ static void print_snapshot(const struct snap *s, int n, int ncpu)
 	out_flush_doc();
 }
 
-static void print_rates(const struct snap *a, const struct snap *b, int n, double secs)
+static void print_rates(const struct snap *a, const struct snap *b, int n, int ncpu, double secs)
 {
 	char now[32];
 
@@ -149,12 +149,28 @@ static void print_rates(const struct snap *a, const struct snap *b, int n, doubl
 			__u64 dp = b[i].sum.reason[r].packets - a[i].sum.reason[r].packets;
 			__u64 db = b[i].sum.reason[r].bytes - a[i].sum.reason[r].bytes;
 
-			if (!out_is_json() && !dp && opts.detail < 1)
+			/* live text view: only what moved; JSON keeps every key */
+			if (!out_is_json() && !dp)
 				continue;
 			out_obj_open(xdpr_reason_name(r));
 			out_text("%-15s %-22s", b[i].dev, xdpr_reason_name(r));
 			out_double("pps", " %14.0f pps", dp / secs);
 			out_double("mbps", " %12.3f Mbit/s\n", db * 8 / secs / 1e6);
+			if (opts.detail >= 2) {
+				out_arr_open("cpus");
+				for (int k = 0; k < ncpu; k++) {
+					__u64 cp = b[i].cpu[k].reason[r].packets -
+						   a[i].cpu[k].reason[r].packets;
+					__u64 cb = b[i].cpu[k].reason[r].bytes - a[i].cpu[k].reason[r].bytes;
+
+					out_obj_open(NULL);
+					out_u64("cpu", "                  cpu%-19llu", k);
+					out_double("pps", " %14.0f pps", cp / secs);
+					out_double("mbps", " %12.3f Mbit/s\n", cb * 8 / secs / 1e6);
+					out_obj_close();
+				}
+				out_arr_close();
+			}
 			out_obj_close();
 		}
 		out_obj_close();
@@ -203,7 +219,7 @@ static int run_interval(struct xdpr *x, const struct xdpr_link **links, int n,
 		if ((err = take(x, links, n, s[!cur], ncpu)))
 			return err;
 		t1 = now_s();
-		print_rates(s[cur], s[!cur], n, t1 - t0);
+		print_rates(s[cur], s[!cur], n, ncpu, t1 - t0);
 		cur = !cur;
 		t0 = t1;
 	}

@@ -1,0 +1,41 @@
+#!/bin/bash
+# Unit tier: C tests of parsing and output, then the xdpr binary's usage errors
+# (exit 2, one "Error:" line on stderr), none of which needs privileges.
+cd "$(dirname "$0")/../.." || exit 1
+X=build/xdpr
+build/selftests/test_cli | sed -n '/^1\.\./!p' > /tmp/xdpr-unit.$$; rc=${PIPESTATUS[0]}
+cases=(
+	"2|unknown object \"bogus\"|bogus"
+	"2|missing OBJECT|"
+	"2|unknown option \"-Z\"|-Z link show"
+	"2|unknown link command \"frob\"|link frob"
+	"2|unknown mode \"turbo\" (expected native or skb)|link attach eth0 mode turbo"
+	"2|\"link attach\" needs at least one device|link attach"
+	"2|\"link detach\" needs device names or \"all\"|link detach"
+	"2|invalid interval \"abc\"|stats interval abc"
+	"2|unknown stats argument \"frob\"|stats frob"
+	"2|\"count\" goes with \"interval\"|stats count 2"
+)
+n=$(grep -c '^\(not \)\?ok' /tmp/xdpr-unit.$$)
+echo "1..$((n + ${#cases[@]} * 2 + 2))"
+cat /tmp/xdpr-unit.$$; rm -f /tmp/xdpr-unit.$$
+i=$n
+for c in "${cases[@]}"; do
+	IFS='|' read -r code msg args <<< "$c"
+	err=$($X $args 2>&1 >/dev/null); got=$?
+	i=$((i + 1))
+	[ "$got" = "$code" ] && echo "ok $i - xdpr $args: exit $code" ||
+		{ echo "not ok $i - xdpr $args: exit $got, expected $code"; rc=1; }
+	i=$((i + 1))
+	last=$(printf '%s\n' "$err" | grep '^Error: ')
+	if [ "$(printf '%s\n' "$err" | grep -c '^Error: ')" = 1 ] && [[ "$last" == "Error: $msg"* ]]; then
+		echo "ok $i - xdpr $args: one error line naming the problem"
+	else
+		echo "not ok $i - xdpr $args: stderr was: $err"; rc=1
+	fi
+done
+i=$((i + 1)); $X help | grep -q 'link attach DEV' && echo "ok $i - help shows the grammar" ||
+	{ echo "not ok $i - help"; rc=1; }
+i=$((i + 1)); $X -V | grep -q '^xdpr ' && echo "ok $i - -V prints the version" ||
+	{ echo "not ok $i - version"; rc=1; }
+exit $rc

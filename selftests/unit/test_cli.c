@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+/* test_cli.c - command-line parsing, JSON writer and reason table; no privileges. */
+#include <stdlib.h>
+#include <string.h>
+#include "../tap.h"
+#include "cli.h"
+#include "out.h"
+
+struct cli_opts opts;
+
+int fail(int code, const char *fmt, ...)
+{
+	(void)fmt;
+	return code;
+}
+
+#define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
+#define ARGC(...) ((int)(sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *)))
+#define PARSE(fn, st, ...) fn(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), st, err, sizeof(err))
+
+static char *capture(void (*emit)(void), bool json, bool pretty)
+{
+	static char buf[4096];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	out_init(f, json, pretty);
+	emit();
+	fclose(f);
+	return buf;
+}
+
+static void emit_sample(void)
+{
+	out_obj_open(NULL);
+	out_str("dev", "%s:", "r\"0\n");
+	out_u64("packets", " %llu pkts", 18446744073709551615ULL);
+	out_arr_open("cpus");
+	out_obj_open(NULL);
+	out_u64("cpu", " cpu%llu", 0);
+	out_obj_close();
+	out_obj_open(NULL);
+	out_bool("up", " %s", true);
+	out_obj_close();
+	out_arr_close();
+	out_arr_open("none");
+	out_arr_close();
+	out_double("rate", " %.1f\n", 2.5);
+	out_obj_close();
+	out_flush_doc();
+}
+
+int main(void)
+{
+	struct attach_args a;
+	struct detach_args d;
+	struct stats_args s;
+	unsigned long v;
+	char err[256];
+	int names_ok = 1;
+
+	tap_plan(36);
+
+	tap_ok(PARSE(parse_attach, &a, "eth1", "eth2") == 0 && a.ndev == 2 &&
+	       a.mode == XDPR_MODE_NATIVE && !a.force, "attach: two devices, native by default");
+	tap_ok(PARSE(parse_attach, &a, "eth1", "mode", "skb", "force") == 0 && a.ndev == 1 &&
+	       a.mode == XDPR_MODE_SKB && a.force, "attach: mode skb and force");
+	tap_ok(PARSE(parse_attach, &a, "dev", "eth1", "mode", "native") == 0 &&
+	       !strcmp(a.devs[0], "eth1"), "attach: 'dev' keyword");
+	tap_ok(PARSE(parse_attach, &a, "eth1", "mode", "turbo") == EXIT_USAGE &&
+	       strstr(err, "unknown mode \"turbo\""), "attach: bad mode is a usage error naming it");
+	tap_ok(PARSE(parse_attach, &a, "eth1", "mode") == EXIT_USAGE, "attach: mode without value");
+	tap_ok(PARSE(parse_attach, &a, "force") == EXIT_USAGE && strstr(err, "at least one device"),
+	       "attach: no device");
+	tap_ok(PARSE(parse_attach, &a, "averyveryverylongname0") == EXIT_USAGE &&
+	       strstr(err, "invalid device name"), "attach: device name longer than IFNAMSIZ");
+	tap_ok(PARSE(parse_attach, &a, "a/b") == EXIT_USAGE, "attach: '/' in a device name");
+
+	tap_ok(PARSE(parse_detach, &d, "all") == 0 && d.ndev == 0, "detach: all");
+	tap_ok(PARSE(parse_detach, &d, "eth1", "eth2") == 0 && d.ndev == 2, "detach: two devices");
+	tap_ok(PARSE(parse_detach, &d, "eth1", "all") == EXIT_USAGE, "detach: all mixed with names");
+	tap_ok(parse_detach(0, ARGV(NULL), &d, err, sizeof(err)) == EXIT_USAGE,
+	       "detach: nothing named");
+
+	tap_ok(parse_stats(0, ARGV(NULL), &s, err, sizeof(err)) == 0 && !s.dev && !s.interval,
+	       "stats: no arguments");
+	tap_ok(PARSE(parse_stats, &s, "show", "dev", "r0") == 0 && !strcmp(s.dev, "r0"),
+	       "stats: show dev");
+	tap_ok(PARSE(parse_stats, &s, "interval", "2", "count", "3") == 0 && s.interval == 2 &&
+	       s.count == 3, "stats: interval and count");
+	tap_ok(PARSE(parse_stats, &s, "interval", "0") == EXIT_USAGE &&
+	       strstr(err, "invalid interval \"0\""), "stats: interval 0 refused");
+	tap_ok(PARSE(parse_stats, &s, "interval", "1x") == EXIT_USAGE, "stats: interval 1x refused");
+	tap_ok(PARSE(parse_stats, &s, "interval") == EXIT_USAGE, "stats: interval without value");
+	tap_ok(PARSE(parse_stats, &s, "count", "3") == EXIT_USAGE, "stats: count without interval");
+	tap_ok(PARSE(parse_stats, &s, "bogus") == EXIT_USAGE && strstr(err, "\"bogus\""),
+	       "stats: unknown word named in the error");
+
+	tap_ok(parse_uint("42", 1, 100, &v) == 0 && v == 42, "uint: in range");
+	tap_ok(parse_uint("-1", 0, 100, &v) != 0, "uint: negative");
+	tap_ok(parse_uint("101", 0, 100, &v) != 0, "uint: above max");
+	tap_ok(parse_uint("99999999999999999999999", 0, ~0UL, &v) != 0, "uint: overflow");
+	tap_ok(parse_uint("", 0, 100, &v) != 0, "uint: empty");
+
+	tap_ok(!strcmp(capture(emit_sample, true, false),
+		       "{\"dev\":\"r\\\"0\\n\",\"packets\":18446744073709551615,\"cpus\":[{\"cpu\":0},"
+		       "{\"up\":true}],\"none\":[],\"rate\":2.500}\n"),
+	       "json: compact document, escaping, u64 max, empty array");
+	tap_ok(!strcmp(capture(emit_sample, false, false),
+		       "r\"0\n: 18446744073709551615 pkts cpu0 yes 2.5\n"),
+	       "text: the same calls print the text formats");
+	tap_ok(strstr(capture(emit_sample, true, true), "{\n  \"dev\": \"r\\\"0\\n\",\n") != NULL,
+	       "json: pretty output indents members");
+	{
+		char *p = capture(emit_sample, true, true);
+		tap_ok(strstr(p, "\"none\": []") != NULL, "json: pretty empty array stays on one line");
+	}
+
+	for (int r = 0; r < XDPR_REASON_MAX; r++) {
+		if (!strcmp(xdpr_reason_name(r), "unknown") || !strcmp(xdpr_reason_desc(r), "unknown"))
+			names_ok = 0;
+		for (int q = 0; q < r; q++)
+			if (!strcmp(xdpr_reason_name(r), xdpr_reason_name(q)))
+				names_ok = 0;
+	}
+	tap_ok(names_ok, "reasons: every reason has a unique name and a description");
+	tap_ok(!strcmp(xdpr_reason_name(XDPR_REASON_MAX), "unknown"), "reasons: out of range");
+	tap_ok(xdpr_reason_verdict(XDPR_FWD) == 4, "verdict: forwarded redirects");
+	tap_ok(xdpr_reason_verdict(XDPR_PASS_TTL) == 2 &&
+	       xdpr_reason_verdict(XDPR_PASS_NO_IFACE) == 2, "verdict: pass reasons pass");
+	tap_ok(xdpr_reason_verdict(XDPR_DROP_SHORT) == 1, "verdict: drop reasons drop");
+	tap_ok(!strcmp(xdpr_mode_name(XDPR_MODE_SKB), "skb") &&
+	       !strcmp(xdpr_mode_name(XDPR_MODE_NATIVE), "native"), "mode names");
+	{
+		char t[32];
+		fmt_time(0, t, sizeof(t));
+		tap_ok(!strcmp(t, "1970-01-01T00:00:00Z"), "time: ISO 8601 UTC");
+	}
+	return tap_done();
+}
