@@ -1,6 +1,6 @@
 # xdpr - XDP fast-path router.  `make V=1` shows the commands.
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test test-unit test-bpf test-netns clean
+.PHONY: all deps demo test test-unit test-bpf test-netns test-vm vmtest bench clean
 
 BUILD   := build
 CC      ?= gcc
@@ -83,7 +83,7 @@ PROVE := prove --exec '' --timer
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(PROVE) selftests/unit/*.t selftests/bpf/*.t selftests/netns/*.t
+	$(Q)$(PROVE) selftests/unit/*.t selftests/bpf/*.t selftests/netns/*.t $(wildcard selftests/vm/*.t)
 
 test-unit: all
 	$(Q)$(PROVE) selftests/unit/*.t
@@ -91,6 +91,14 @@ test-bpf: all
 	$(Q)$(PROVE) selftests/bpf/*.t
 test-netns: all
 	$(Q)$(PROVE) selftests/netns/*.t
+
+test-vm vmtest: all
+	$(Q)$(PROVE) selftests/vm/*.t
+
+# Benchmarks are not tests: they print tables and never fail on a timing.
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bench/run $(BENCH_ARGS)
 
 clean:
 	$(Q)rm -rf $(BUILD)
