@@ -38,6 +38,8 @@ struct {
 	__type(value, __u32);
 } xdpr_tx_ports SEC(".maps");
 
+#include "nat.h"
+
 static __always_inline int fib_reason(int rc)
 {
 	switch (rc) {
@@ -87,14 +89,125 @@ static __always_inline int ip4_martian(__be32 saddr, __be32 daddr)
 	       (d >> 24) == 0 || (d >> 24) == 127;
 }
 
-static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
-				   const struct xdpr_iface *in)
+/* Header checksum over IHL words, options included; 0 when valid. */
+static __always_inline __u16 ip4_hdr_csum(struct iphdr *iph, void *end)
 {
-	struct bpf_fib_lookup fib = {};
-	struct l4_ports ports;
-	struct iphdr *iph;
-	__u16 tot_len, old;
+	__u16 *w = (__u16 *)iph;
+	__u32 sum = 0, n = iph->ihl * 2;
+
+	if (n == 10)
+		return ip4_hdr_csum20(iph);
+	for (__u32 i = 0; i < 30; i++) {
+		if (i >= n || (void *)(w + i + 1) > end)
+			break;
+		sum += w[i];
+	}
+	return (__u16)~csum_fold32(sum);
+}
+
+/* Ports (or ICMP echo identifier) as NAT keys and the FIB's hash want them. */
+static __always_inline void ip4_l4(struct nat4 *p)
+{
+	if (!p->l4)
+		return;
+	if (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP) {
+		__be16 *ports = p->l4;
+
+		if ((void *)(ports + 2) <= p->end) {
+			p->sport = ports[0];
+			p->dport = ports[1];
+		}
+	} else if (p->proto == IPPROTO_ICMP) {
+		struct icmp4hdr *ic = p->l4;
+
+		if ((void *)(ic + 1) > p->end)
+			return;
+		if (ic->type == ICMP_ECHO)
+			p->sport = ic->id;
+		else if (ic->type == ICMP_ECHOREPLY)
+			p->dport = ic->id;
+		else if (ic->type == ICMP_DEST_UNREACH || ic->type == ICMP_TIME_EXCEEDED ||
+			 ic->type == ICMP_PARAMETERPROB)
+			p->icmp_err = 1;
+	}
+}
+
+static __always_inline int ip4_fib(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct nat4 *p,
+				   __u32 flags, __u16 size)
+{
+	struct iphdr *iph = p->iph;
 	int rc;
+
+	__builtin_memset(fib, 0, sizeof(*fib));
+	fib->family = AF_INET;
+	fib->tos = iph->tos;
+	fib->l4_protocol = iph->protocol;
+	if (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP) {
+		fib->sport = p->sport;
+		fib->dport = p->dport;
+	}
+	fib->tot_len = size; /* the helper compares it with the MTU */
+	fib->ipv4_src = iph->saddr;
+	fib->ipv4_dst = iph->daddr;
+	fib->ifindex = ctx->ingress_ifindex;
+	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), flags);
+	if (rc == BPF_FIB_LKUP_RET_NO_SRC_ADDR && flags) {
+		/* no address to masquerade to: route all the same, NAT will drop */
+		fib->ipv4_src = 0;
+		fib->ipv4_dst = iph->daddr;
+		fib->tot_len = size;
+		fib->ifindex = ctx->ingress_ifindex;
+		rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+		fib->ipv4_src = 0;
+	}
+	return rc;
+}
+
+#define IP_DF 0x4000
+
+/*
+ * Source NAT for a packet the FIB sends out of an interface with NAT rules.
+ * Whatever the kernel will forward must leave translated: translate before
+ * handing over (no neighbour, oversize without DF).  What the kernel only
+ * answers (TTL expiring, oversize with DF) goes untranslated, so its ICMP
+ * reaches the inside host.  Returns -1 to go on, or an xdpr_reason.
+ */
+static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct nat4 *p,
+				    int rc, const struct xdpr_cfg *cfg, __u64 now, __u32 flags)
+{
+	struct xdpr_iface *out;
+	__u32 egress;
+
+	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
+		/* the helper stops before naming the egress: ask again without the size */
+		if (p->iph->frag_off & bpf_htons(IP_DF))
+			return XDPR_PASS_FIB_FRAG_NEEDED;
+		rc = ip4_fib(ctx, fib, p, flags, sizeof(struct iphdr));
+		if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
+			return -1;
+	} else if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH) {
+		return -1;
+	}
+	egress = fib->ifindex;
+	out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
+	if (!out || !out->nrules)
+		return -1;
+	if (p->iph->ttl <= 1)
+		return XDPR_PASS_TTL;
+	return nat4_finish(p, nat4_snat(p, out, flags & BPF_FIB_LOOKUP_SRC ? fib->ipv4_src : 0, cfg, now));
+}
+
+static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
+				   const struct xdpr_iface *in, struct bpf_fib_lookup *fibp)
+{
+	struct bpf_fib_lookup *fib = fibp;
+	struct nat4 p = {};
+	struct xdpr_cfg *cfg;
+	struct iphdr *iph;
+	__u32 zero = 0, flags = 0;
+	__u16 tot_len, old;
+	__u64 now = 0;
+	int rc, nat;
 
 	iph = cursor_take(c, sizeof(*iph));
 	if (!iph)
@@ -102,34 +215,64 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	if (iph->version != 4 || iph->ihl < 5)
 		return XDPR_PASS_IP4_HDR_ERR;
 	tot_len = bpf_ntohs(iph->tot_len);
-	if (tot_len < sizeof(*iph) || (void *)iph + tot_len > c->end)
+	if (tot_len < iph->ihl * 4 || (void *)iph + tot_len > c->end)
 		return XDPR_PASS_IP4_HDR_ERR;
-	if (iph->ihl != 5)
-		return XDPR_PASS_IP4_OPTIONS;
-	if (ip4_hdr_csum20(iph) != 0)
+	if (ip4_hdr_csum(iph, c->end) != 0)
 		return XDPR_PASS_IP4_CSUM;
-	if (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET))
-		return XDPR_PASS_IP4_FRAG;
 	if (ip4_martian(iph->saddr, iph->daddr))
 		return XDPR_PASS_MARTIAN;
 
-	parse_ports(c, iph->protocol, &ports);
-	fib.family = AF_INET;
-	fib.tos = iph->tos;
-	fib.l4_protocol = iph->protocol;
-	fib.sport = ports.sport;
-	fib.dport = ports.dport;
-	fib.tot_len = tot_len; /* the helper compares it with the egress MTU */
-	fib.ipv4_src = iph->saddr;
-	fib.ipv4_dst = iph->daddr;
-	fib.ifindex = ctx->ingress_ifindex;
+	p.iph = iph;
+	p.end = c->end;
+	p.proto = iph->protocol;
+	p.frag = (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET)) != 0;
+	if (!(iph->frag_off & bpf_htons(IP_OFFSET)))
+		p.l4 = (void *)iph + (iph->ihl & 0xf) * 4;
+	ip4_l4(&p);
 
-	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	nat = cfg && (cfg->flags & XDPR_CFG_NAT);
+	if (nat) {
+		now = bpf_ktime_get_coarse_ns();
+		if (in->nrules) {
+			rc = nat4_finish(&p, nat4_reverse(&p, cfg, now));
+			if (rc >= 0)
+				return rc;
+		}
+		if (!p.reversed && (cfg->flags & XDPR_CFG_FIB_SRC))
+			flags = BPF_FIB_LOOKUP_SRC;
+	} else if (iph->ihl != 5) {
+		return XDPR_PASS_IP4_OPTIONS;
+	} else if (p.frag) {
+		return XDPR_PASS_IP4_FRAG;
+	}
+
+	rc = ip4_fib(ctx, fib, &p, flags, tot_len);
+	if (nat && !p.reversed) {
+		if (rc == BPF_FIB_LKUP_RET_NOT_FWDED && !in->nrules) {
+			/* an inside host addressing a NAT binding of the router */
+			int r2 = nat4_hairpin(&p, cfg, now);
+
+			if (r2 >= 0)
+				return r2;
+			if (p.reversed)
+				rc = ip4_fib(ctx, fib, &p, 0, tot_len);
+		} else {
+			int r2 = ip4_snat(ctx, fib, &p, rc, cfg, now, flags);
+
+			if (r2 >= 0)
+				return r2;
+		}
+	}
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return fib_reason(rc);
+	if (iph->ihl != 5)
+		return XDPR_PASS_IP4_OPTIONS; /* translated already if NAT applied */
+	if (p.frag)
+		return XDPR_PASS_IP4_FRAG;
 	if (iph->ttl <= 1)
 		return XDPR_PASS_TTL;
-	rc = claim_egress(in, fib.ifindex);
+	rc = claim_egress(in, fib->ifindex);
 	if (rc != XDPR_FWD)
 		return rc;
 
@@ -137,7 +280,7 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	old = *(__u16 *)&iph->ttl;
 	iph->ttl--;
 	csum_replace16(&iph->check, old, *(__u16 *)&iph->ttl);
-	rewrite_l2(eth, &fib);
+	rewrite_l2(eth, fib);
 	return XDPR_FWD;
 }
 
@@ -160,9 +303,9 @@ static __always_inline int ip6_martian(const struct ipv6hdr *ip6h)
 }
 
 static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
-				   const struct xdpr_iface *in)
+				   const struct xdpr_iface *in, struct bpf_fib_lookup *fibp)
 {
-	struct bpf_fib_lookup fib = {};
+	struct bpf_fib_lookup *fib = fibp;
 	struct ipv6hdr *ip6h;
 	struct l4_ports ports;
 	__u32 plen;
@@ -180,28 +323,29 @@ static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct 
 		return XDPR_PASS_MARTIAN;
 
 	parse_ports(c, ip6h->nexthdr, &ports);
-	fib.family = AF_INET6;
-	fib.flowinfo = *(__be32 *)ip6h & IPV6_FLOWINFO_MASK;
-	fib.l4_protocol = ip6h->nexthdr;
-	fib.sport = ports.sport;
-	fib.dport = ports.dport;
+	__builtin_memset(fib, 0, sizeof(*fib));
+	fib->family = AF_INET6;
+	fib->flowinfo = *(__be32 *)ip6h & IPV6_FLOWINFO_MASK;
+	fib->l4_protocol = ip6h->nexthdr;
+	fib->sport = ports.sport;
+	fib->dport = ports.dport;
 	/* The whole packet, header included: the helper checks it against the MTU. */
-	fib.tot_len = sizeof(*ip6h) + plen;
-	__builtin_memcpy(fib.ipv6_src, &ip6h->saddr, sizeof(fib.ipv6_src));
-	__builtin_memcpy(fib.ipv6_dst, &ip6h->daddr, sizeof(fib.ipv6_dst));
-	fib.ifindex = ctx->ingress_ifindex;
+	fib->tot_len = sizeof(*ip6h) + plen;
+	__builtin_memcpy(fib->ipv6_src, &ip6h->saddr, sizeof(fib->ipv6_src));
+	__builtin_memcpy(fib->ipv6_dst, &ip6h->daddr, sizeof(fib->ipv6_dst));
+	fib->ifindex = ctx->ingress_ifindex;
 
-	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
+	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return fib_reason(rc);
 	if (ip6h->hop_limit <= 1)
 		return XDPR_PASS_TTL;
-	rc = claim_egress(in, fib.ifindex);
+	rc = claim_egress(in, fib->ifindex);
 	if (rc != XDPR_FWD)
 		return rc;
 
 	ip6h->hop_limit--; /* no IPv6 header checksum */
-	rewrite_l2(eth, &fib);
+	rewrite_l2(eth, fib);
 	return XDPR_FWD;
 }
 

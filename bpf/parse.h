@@ -34,6 +34,21 @@ static __always_inline int eth_proto_is_vlan(__be16 proto)
 	return proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD);
 }
 
+/* ICMPv4 header (linux/icmp.h drags in libc headers a BPF build cannot use). */
+struct icmp4hdr {
+	__u8 type;
+	__u8 code;
+	__sum16 check;
+	__be16 id;      /* echo request / reply */
+	__be16 seq;
+};
+
+#define ICMP_ECHOREPLY       0
+#define ICMP_DEST_UNREACH    3
+#define ICMP_ECHO            8
+#define ICMP_TIME_EXCEEDED   11
+#define ICMP_PARAMETERPROB   12
+
 /* Transport ports for the FIB's multipath hash; zero when there are none. */
 struct l4_ports {
 	__be16 sport;

@@ -22,11 +22,16 @@ enum xdpr_iface_flags {
 	XDPR_IF_XMIT    = 1 << 1, /* driver can transmit redirected XDP frames */
 };
 
+/* Source NAT rules an outside interface can carry. */
+#define XDPR_NAT_IF_RULES 8
+
 struct xdpr_iface {
 	__u32 slot;    /* index into xdpr_stats, 1..XDPR_MAX_IFACES-1 */
 	__u32 flags;   /* enum xdpr_iface_flags */
 	__u8  mac[6];  /* the interface's address: unicast frames to others are not ours */
-	__u16 pad;
+	__u8  nrules;  /* NAT rules on this (outside) interface */
+	__u8  pad;
+	__u8  rules[XDPR_NAT_IF_RULES]; /* their ids, index into xdpr_nat_rules */
 };
 
 /*
@@ -53,7 +58,7 @@ enum xdpr_reason {
 	XDPR_PASS_FIB_BLACKHOLE,
 	XDPR_PASS_FIB_UNREACH,
 	XDPR_PASS_FIB_PROHIBIT,
-	XDPR_PASS_FIB_NOT_FWDED, /* local, broadcast, multicast destination        */
+	XDPR_PASS_FIB_NOT_FWDED, /* local, broadcast, multicast, or no route       */
 	XDPR_PASS_FIB_FWD_DISABLED, /* forwarding disabled on the ingress device   */
 	XDPR_PASS_FIB_UNSUPP_LWT,
 	XDPR_PASS_FIB_NO_NEIGH,  /* next hop's MAC unknown: kernel resolves it     */
@@ -62,9 +67,17 @@ enum xdpr_reason {
 	XDPR_PASS_EGRESS_NOT_XDPR, /* egress interface not attached to xdpr        */
 	XDPR_PASS_EGRESS_NO_XMIT,  /* egress driver cannot transmit XDP frames     */
 	XDPR_PASS_NO_IFACE,      /* ingress interface not (yet/any more) set up    */
+	XDPR_PASS_NAT_FILTERED,  /* to a NAT binding from a remote it never addressed:
+	                            not translated, the router itself answers      */
 
 	/* dropped (XDP_DROP) */
 	XDPR_DROP_SHORT,         /* frame too short for the headers it announces   */
+	XDPR_DROP_NAT_NO_PORT,   /* no free outside port in the rule's range       */
+	XDPR_DROP_NAT_FULL,      /* session table full, nothing idle to evict      */
+	XDPR_DROP_NAT_HOST_LIMIT,/* inside host reached its session limit          */
+	XDPR_DROP_NAT_UNTRANSLATABLE, /* would leave a NAT interface with an inside
+	                            source and cannot be translated (fragment,
+	                            unknown protocol, ICMP error without session)  */
 
 	XDPR_REASON_MAX
 };
@@ -84,7 +97,7 @@ static inline int xdpr_reason_verdict(int reason)
 {
 	if (reason == XDPR_FWD)
 		return 4; /* XDP_REDIRECT */
-	if (reason >= XDPR_DROP_SHORT)
+	if (reason >= XDPR_DROP_SHORT && reason < XDPR_REASON_MAX)
 		return 1; /* XDP_DROP */
 	return 2;         /* XDP_PASS */
 }
@@ -94,9 +107,185 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_MAP_STATS   "xdpr_stats"
 #define XDPR_MAP_IFACES  "xdpr_ifaces"
 #define XDPR_MAP_TX      "xdpr_tx_ports"
+#define XDPR_MAP_CFG     "xdpr_cfg"
+#define XDPR_MAP_RULES   "xdpr_nat_rules"
+#define XDPR_MAP_NSTATS  "xdpr_nat_stats"
+#define XDPR_MAP_CT      "xdpr_nat_ct"
+#define XDPR_MAP_BIND    "xdpr_nat_bind"
+#define XDPR_MAP_EIM     "xdpr_nat_eim"
+#define XDPR_MAP_HOSTS   "xdpr_nat_hosts"
+#define XDPR_MAP_RING    "xdpr_nat_ring"
+#define XDPR_PROG_GC     "xdpr_nat_gc"
+
+/* ---- source NAT (IPv4) ---- */
+
+#define XDPR_NAT_MAX_RULES 64      /* rule ids 1..63; 0 is "no rule"          */
+#define XDPR_NAT_MAX_SESS  65536   /* sessions; two xdpr_nat_ct entries each  */
+#define XDPR_NAT_RING      XDPR_NAT_MAX_SESS
+
+enum xdpr_nat_rule_flags {
+	XDPR_NAT_MASQ = 1 << 0, /* outside address = the egress interface's own      */
+	XDPR_NAT_EIF  = 1 << 1, /* endpoint-independent filtering (default: APDF)     */
+};
+
+struct xdpr_nat_rule {
+	__u32 ifindex;      /* outside interface; 0 = unused slot */
+	__u32 flags;        /* enum xdpr_nat_rule_flags */
+	__be32 src_net;     /* inside sources translated by this rule */
+	__be32 src_mask;
+	__be32 pool_first;  /* pool rules: first outside address */
+	__u32 pool_count;   /* pool rules: number of addresses */
+	__be32 masq_addr;   /* masquerade without BPF_FIB_LOOKUP_SRC: address kept by the CLI */
+	__u16 port_min;     /* outside port (ICMP id) range, host order */
+	__u16 port_max;
+};
+
+enum xdpr_cfg_flags {
+	XDPR_CFG_NAT     = 1 << 0, /* at least one NAT rule exists */
+	XDPR_CFG_FIB_SRC = 1 << 1, /* kernel supports BPF_FIB_LOOKUP_SRC */
+};
+
+/* xdpr_cfg[0]: router-wide settings. */
+struct xdpr_cfg {
+	__u32 flags;            /* enum xdpr_cfg_flags */
+	__u32 tcp_est;          /* timeouts, seconds: RFC 5382 >= 7440 */
+	__u32 tcp_trans;        /* RFC 5382 >= 240 */
+	__u32 udp;              /* RFC 4787 >= 120 */
+	__u32 icmp;             /* RFC 5508 >= 60 */
+	__u32 holddown;         /* a freed port is not given to another host for this long */
+	__u32 host_limit;       /* sessions per inside host (RFC 6888) */
+	__u32 pad;
+};
+
+#define XDPR_DEF_TCP_EST   7440
+#define XDPR_DEF_TCP_TRANS 240
+#define XDPR_DEF_UDP       300
+#define XDPR_DEF_ICMP      60
+#define XDPR_DEF_HOLDDOWN  120
+#define XDPR_DEF_HOST_LIMIT 4096
+
+enum xdpr_ct_dir { XDPR_CT_OUT = 0, XDPR_CT_IN = 1 };
+
+/*
+ * A session is two xdpr_nat_ct entries, one per direction, each keyed by the
+ * 5-tuple as it arrives and holding what to write:
+ *   OUT {inside, remote, inside port, remote port} -> outside addr/port (new source)
+ *   IN  {remote, outside, remote port, outside port} -> inside addr/port (new dest)
+ * ICMP echo uses the identifier as the local "port" and 0 as the remote one.
+ */
+struct xdpr_ct_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 dir;           /* enum xdpr_ct_dir */
+	__u8 pad[2];
+};
+
+enum xdpr_ct_state {    /* bits, OR-ed over both halves */
+	XDPR_CT_SEEN_OUT = 1 << 0,
+	XDPR_CT_SEEN_IN  = 1 << 1,
+	XDPR_CT_FIN_OUT  = 1 << 2,
+	XDPR_CT_FIN_IN   = 1 << 3,
+	XDPR_CT_RST      = 1 << 4,
+};
+
+struct xdpr_ct_val {
+	__be32 xaddr;       /* address to write (OUT: new source, IN: new destination) */
+	__be16 xport;
+	__u8 state;         /* enum xdpr_ct_state bits seen in this direction */
+	__u8 rule;
+	__u64 last_seen;    /* ns, CLOCK_MONOTONIC (coarse), this direction */
+	__u64 created;
+	__u64 bind_gen;     /* generation of the binding this session holds */
+};
+
+/* Outside address/port ownership (the EIM binding, reverse side). */
+struct xdpr_bind_key {
+	__be32 out_addr;
+	__be16 out_port;
+	__u8 proto;
+	__u8 pad;
+};
+
+struct xdpr_bind {
+	__be32 in_addr;
+	__be16 in_port;
+	__u8 rule;
+	__u8 pad;
+	__u64 gen;          /* claim generation: reclaiming CPUs race with cmpxchg */
+	__u64 last_active;  /* ns: last session refresh, or when the last one ended */
+	__u32 nsess;        /* sessions holding it (atomic; per flow, never per packet) */
+	__u32 pad2;
+};
+
+/* Inside endpoint -> its binding (endpoint-independent mapping, RFC 4787 REQ-1). */
+struct xdpr_eim_key {
+	__be32 in_addr;
+	__be16 in_port;
+	__u8 proto;
+	__u8 rule;
+};
+
+struct xdpr_eim_val {
+	__be32 out_addr;
+	__be16 out_port;
+	__u16 pad;
+	__u64 gen;
+};
+
+struct xdpr_host {
+	__u32 nsess;        /* atomic, per flow */
+	__u32 pad;
+};
+
+/* NAT events, counted per CPU per rule in xdpr_nat_stats[rule * XDPR_NE_MAX + event]. */
+enum xdpr_nat_event {
+	XDPR_NE_XLATE_OUT = 0,  /* packets translated outbound */
+	XDPR_NE_XLATE_IN,       /* packets translated back inbound */
+	XDPR_NE_SESS_NEW,       /* sessions created */
+	XDPR_NE_SESS_EXPIRED,   /* sessions removed after their timeout */
+	XDPR_NE_SESS_EVICTED,   /* sessions removed early because the table was full */
+	XDPR_NE_PORT_PRESERVED, /* new bindings that kept the inside port */
+	XDPR_NE_PORT_REUSED,    /* bindings reclaimed from an idle host */
+	XDPR_NE_NO_PORT,
+	XDPR_NE_TABLE_FULL,
+	XDPR_NE_HOST_LIMIT,
+	XDPR_NE_UNTRANSLATABLE,
+	XDPR_NE_FILTERED,
+	XDPR_NE_ICMP_ERR_OUT,   /* ICMP errors translated outbound */
+	XDPR_NE_ICMP_ERR_IN,    /* ICMP errors translated inbound */
+	XDPR_NE_HAIRPIN,
+	XDPR_NE_ADDR_CHANGED,   /* masquerade address moved: session re-created */
+	XDPR_NE_PAIR_REPAIRED,  /* half session found alone and dropped/re-created */
+	XDPR_NE_MAX
+};
+
+/* xdpr_nat_gc program input (first bytes of the test-run frame) and output. */
+enum xdpr_gc_op { XDPR_GC_EXPIRED = 0, XDPR_GC_ALL = 1, XDPR_GC_RULE = 2 };
+
+struct xdpr_gc_cmd {
+	__u32 op;           /* enum xdpr_gc_op */
+	__u32 rule;         /* XDPR_GC_RULE: sessions of this rule */
+	__u32 deleted;      /* out: sessions removed */
+	__u32 seen;         /* out: sessions visited */
+	__u32 binds_freed;  /* out: idle bindings removed */
+	__u32 pad[3];
+};
 
 /* Compile-time checks on everything that crosses the user/kernel line. */
-_Static_assert(sizeof(struct xdpr_iface) == 16, "xdpr_iface layout");
+_Static_assert(sizeof(struct xdpr_iface) == 24, "xdpr_iface layout");
+_Static_assert(sizeof(struct xdpr_nat_rule) == 32, "xdpr_nat_rule layout");
+_Static_assert(sizeof(struct xdpr_cfg) == 32, "xdpr_cfg layout");
+_Static_assert(sizeof(struct xdpr_ct_key) == 16, "xdpr_ct_key layout");
+_Static_assert(sizeof(struct xdpr_ct_val) == 32, "xdpr_ct_val layout");
+_Static_assert(sizeof(struct xdpr_bind_key) == 8, "xdpr_bind_key layout");
+_Static_assert(sizeof(struct xdpr_bind) == 32, "xdpr_bind layout");
+_Static_assert(sizeof(struct xdpr_eim_key) == 8, "xdpr_eim_key layout");
+_Static_assert(sizeof(struct xdpr_eim_val) == 16, "xdpr_eim_val layout");
+_Static_assert(sizeof(struct xdpr_gc_cmd) == 32, "xdpr_gc_cmd layout");
+_Static_assert(XDPR_NAT_IF_RULES <= 255 && XDPR_NAT_MAX_RULES <= 256, "rule ids fit a byte");
 _Static_assert(sizeof(struct xdpr_ctr) == 16, "xdpr_ctr layout");
 _Static_assert(sizeof(struct xdpr_slot) == 16 * XDPR_REASON_MAX, "xdpr_slot layout");
 _Static_assert(XDPR_REASON_MAX <= 64, "reason set fits a u64 mask");

@@ -42,10 +42,15 @@ struct xdpr_link {
 	bool has_cfg;       /* cfg read from xdpr_ifaces */
 };
 
+/* The maps every program instance shares (names in xdpr_shared.h). */
+enum xdpr_map {
+	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
+	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR,
+	XM_MAX
+};
+
 struct xdpr {
-	int stats_fd;       /* -1 until found or created */
-	int ifaces_fd;
-	int tx_fd;
+	int fd[XM_MAX];     /* -1 until found or created */
 	int lock_fd;
 	int nlinks;
 	struct xdpr_link links[XDPR_MAX_IFACES];
@@ -92,8 +97,16 @@ int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu);
 int xdpr_probe_xdp_features(__u32 ifindex, __u64 *features);
 enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex);
 
+/* Internal to the library and its tests: run a helper program on the shared maps. */
+struct bpf_object;
+int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
+int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
+void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern const char *const map_names[XM_MAX];
+
 const char *xdpr_reason_name(int reason);
 const char *xdpr_reason_desc(int reason);
 const char *xdpr_mode_name(enum xdpr_mode mode);
+const char *xdpr_nat_event_name(int event);
 
 #endif /* LIBXDPR_H */

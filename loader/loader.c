@@ -38,7 +38,15 @@
 #define XDPR_RUN_DIR "/run/xdpr"
 #define XDPR_PIN_ROOT "/sys/fs/bpf/xdpr"
 
-static void seterr(struct xdpr *x, const char *fmt, ...)
+const char *const map_names[XM_MAX] = {
+	[XM_STATS] = XDPR_MAP_STATS,   [XM_IFACES] = XDPR_MAP_IFACES, [XM_TX] = XDPR_MAP_TX,
+	[XM_CFG] = XDPR_MAP_CFG,       [XM_RULES] = XDPR_MAP_RULES,   [XM_NSTATS] = XDPR_MAP_NSTATS,
+	[XM_CT] = XDPR_MAP_CT,         [XM_BIND] = XDPR_MAP_BIND,     [XM_EIM] = XDPR_MAP_EIM,
+	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
+	[XM_CURSOR] = "xdpr_nat_cursor",
+};
+
+void seterr(struct xdpr *x, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -100,13 +108,13 @@ static __u64 prog_since(int prog_fd)
 static int adopt_maps(struct xdpr *x, int prog_fd)
 {
 	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info), ids[16], i;
+	__u32 len = sizeof(info), ids[32], i;
 
-	info.nr_map_ids = 16;
+	info.nr_map_ids = 32;
 	info.map_ids = (__u64)(unsigned long)ids;
 	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
 		return -errno;
-	for (i = 0; i < info.nr_map_ids && i < 16; i++) {
+	for (i = 0; i < info.nr_map_ids && i < 32; i++) {
 		struct bpf_map_info mi = {};
 		__u32 mlen = sizeof(mi);
 		int fd = bpf_map_get_fd_by_id(ids[i]), *slot = NULL;
@@ -117,12 +125,9 @@ static int adopt_maps(struct xdpr *x, int prog_fd)
 			close(fd);
 			return -errno;
 		}
-		if (!strcmp(mi.name, XDPR_MAP_STATS))
-			slot = &x->stats_fd;
-		else if (!strcmp(mi.name, XDPR_MAP_IFACES))
-			slot = &x->ifaces_fd;
-		else if (!strcmp(mi.name, XDPR_MAP_TX))
-			slot = &x->tx_fd;
+		for (int m = 0; m < XM_MAX; m++)
+			if (!strcmp(mi.name, map_names[m]))
+				slot = &x->fd[m];
 		if (slot && *slot < 0)
 			*slot = fd;
 		else
@@ -198,7 +203,9 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 	int err;
 
 	memset(x, 0, sizeof(*x));
-	x->stats_fd = x->ifaces_fd = x->tx_fd = x->lock_fd = -1;
+	for (int m = 0; m < XM_MAX; m++)
+		x->fd[m] = -1;
+	x->lock_fd = -1;
 	quiet_libs();
 	if (flags & XDPR_O_LOCK) {
 		err = lock_netns(x);
@@ -242,10 +249,16 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 	}
 	if_freenameindex(ifs);
 
-	for (int i = 0; i < x->nlinks && x->ifaces_fd >= 0; i++)
-		x->links[i].has_cfg = !bpf_map_lookup_elem(x->ifaces_fd, &x->links[i].ifindex,
+	for (int i = 0; i < x->nlinks && x->fd[XM_IFACES] >= 0; i++)
+		x->links[i].has_cfg = !bpf_map_lookup_elem(x->fd[XM_IFACES], &x->links[i].ifindex,
 							   &x->links[i].cfg);
-	if (!x->nlinks || x->stats_fd < 0 || x->ifaces_fd < 0 || x->tx_fd < 0) {
+	for (int m = 0; m < XM_MAX && x->nlinks; m++)
+		if (x->fd[m] < 0) {
+			seterr(x, "map %s not found: the attached program is of another xdpr version "
+				  "(detach it with \"xdpr link detach all\")", map_names[m]);
+			return -ENOENT;
+		}
+	if (!x->nlinks) {
 		seterr(x, "xdpr is not attached to any interface in this network namespace");
 		return -ENOENT;
 	}
@@ -254,13 +267,14 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 
 void xdpr_close(struct xdpr *x)
 {
-	int *fds[] = { &x->stats_fd, &x->ifaces_fd, &x->tx_fd, &x->lock_fd };
-
-	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
-		if (*fds[i] >= 0)
-			close(*fds[i]);
-		*fds[i] = -1;
+	for (int m = 0; m < XM_MAX; m++) {
+		if (x->fd[m] >= 0)
+			close(x->fd[m]);
+		x->fd[m] = -1;
 	}
+	if (x->lock_fd >= 0)
+		close(x->lock_fd);
+	x->lock_fd = -1;
 }
 
 const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name)
@@ -278,7 +292,7 @@ int xdpr_ncpus(void)
 
 int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu)
 {
-	if (bpf_map_lookup_elem(x->stats_fd, &slot, percpu)) {
+	if (bpf_map_lookup_elem(x->fd[XM_STATS], &slot, percpu)) {
 		seterr(x, "cannot read counters: %s", strerror(errno));
 		return -errno;
 	}
@@ -293,40 +307,138 @@ static int zero_slot(struct xdpr *x, __u32 slot)
 
 	if (!zero)
 		return -ENOMEM;
-	if (bpf_map_update_elem(x->stats_fd, &slot, zero, BPF_ANY))
+	if (bpf_map_update_elem(x->fd[XM_STATS], &slot, zero, BPF_ANY))
 		err = -errno;
 	free(zero);
 	return err;
+}
+
+static int map_index(const char *name)
+{
+	for (int m = 0; m < XM_MAX; m++)
+		if (!strcmp(name, map_names[m]))
+			return m;
+	return -1;
 }
 
 /* Create the shared maps from the skeleton's own definitions. */
 static int create_maps(struct xdpr *x)
 {
 	struct xdpr_bpf *skel = xdpr_bpf__open();
-	struct { struct bpf_map *m; int *fd; } maps[3];
+	struct bpf_map *m;
 	int err = 0;
 
 	if (!skel) {
 		seterr(x, "cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	maps[0].m = skel->maps.xdpr_stats;    maps[0].fd = &x->stats_fd;
-	maps[1].m = skel->maps.xdpr_ifaces;   maps[1].fd = &x->ifaces_fd;
-	maps[2].m = skel->maps.xdpr_tx_ports; maps[2].fd = &x->tx_fd;
-	for (int i = 0; i < 3; i++) {
-		struct bpf_map *m = maps[i].m;
-		int fd = bpf_map_create(bpf_map__type(m), bpf_map__name(m), bpf_map__key_size(m),
-					bpf_map__value_size(m), bpf_map__max_entries(m), NULL);
+	bpf_object__for_each_map(m, skel->obj) {
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));
+		int i = map_index(bpf_map__name(m)), fd;
 
+		if (i < 0)
+			continue; /* per-instance (internal) map */
+		fd = bpf_map_create(bpf_map__type(m), bpf_map__name(m), bpf_map__key_size(m),
+				    bpf_map__value_size(m), bpf_map__max_entries(m), &o);
 		if (fd < 0) {
 			err = -errno;
 			seterr(x, "cannot create map %s: %s", bpf_map__name(m), strerror(-err));
 			break;
 		}
-		*maps[i].fd = fd;
+		x->fd[i] = fd;
 	}
 	xdpr_bpf__destroy(skel);
 	return err;
+}
+
+/* Hand the shared maps to a freshly opened instance. */
+int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj)
+{
+	struct bpf_map *m;
+	int err;
+
+	bpf_object__for_each_map(m, obj) {
+		int i = map_index(bpf_map__name(m));
+
+		if (i < 0)
+			continue;
+		err = bpf_map__reuse_fd(m, x->fd[i]);
+		if (err) {
+			seterr(x, "cannot share map %s: %s", bpf_map__name(m), strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Run one of the object's helper programs (never attached) on the shared
+ * maps with BPF_PROG_TEST_RUN; data is its input and output.
+ */
+int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex)
+{
+	struct xdpr_bpf *skel = xdpr_bpf__open();
+	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = data, .data_size_in = len, .data_out = data,
+		    .data_size_out = len, .repeat = 1);
+	struct bpf_program *p, *run = NULL;
+	int err;
+
+	if (!skel) {
+		seterr(x, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	if (ifindex) {
+		o.ctx_in = &ctx;
+		o.ctx_size_in = sizeof(ctx);
+	}
+	bpf_object__for_each_program(p, skel->obj) {
+		bool me = !strcmp(bpf_program__name(p), name);
+
+		bpf_program__set_autoload(p, me);
+		if (me)
+			run = p;
+	}
+	err = run ? xdpr_reuse_maps(x, skel->obj) : -ENOENT;
+	if (!err) {
+		err = xdpr_bpf__load(skel);
+		if (err)
+			seterr(x, "cannot load %s: %s%s%s", name, strerror(-err), lib_msg[0] ? ": " : "",
+			       lib_msg);
+	}
+	if (!err) {
+		err = bpf_prog_test_run_opts(bpf_program__fd(run), &o);
+		if (err) {
+			err = -errno;
+			seterr(x, "cannot run %s: %s", name, strerror(-err));
+		}
+	}
+	xdpr_bpf__destroy(skel);
+	return err;
+}
+
+/* Router-wide settings for a new router: defaults and the FIB source probe. */
+static int init_cfg(struct xdpr *x)
+{
+	struct xdpr_cfg c = {
+		.tcp_est = XDPR_DEF_TCP_EST, .tcp_trans = XDPR_DEF_TCP_TRANS, .udp = XDPR_DEF_UDP,
+		.icmp = XDPR_DEF_ICMP, .holddown = XDPR_DEF_HOLDDOWN, .host_limit = XDPR_DEF_HOST_LIMIT,
+	};
+	__u32 zero = 0;
+	__s32 probe[16] = { -1 };
+	int err;
+
+	err = xdpr_run_prog(x, "xdpr_probe", probe, sizeof(probe), 1);
+	if (err)
+		return err;
+	/* -EINVAL: the kernel refused the flag; anything else is a lookup result */
+	if (probe[0] >= 0)
+		c.flags |= XDPR_CFG_FIB_SRC;
+	if (bpf_map_update_elem(x->fd[XM_CFG], &zero, &c, BPF_ANY)) {
+		seterr(x, "cannot write the configuration: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
 }
 
 static int iface_mac(const char *name, __u8 mac[6])
@@ -369,8 +481,8 @@ static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
 	struct xdp_program *p;
 	int err;
 
-	bpf_map_delete_elem(x->ifaces_fd, &ifindex);
-	bpf_map_delete_elem(x->tx_fd, &ifindex);
+	bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex);
+	bpf_map_delete_elem(x->fd[XM_TX], &ifindex);
 
 	mp = get_multiprog(ifindex);
 	p = mp ? find_ours(mp) : NULL;
@@ -397,8 +509,7 @@ static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
  */
 static void sync_pins(struct xdpr *x, bool present)
 {
-	static const char *const names[] = { XDPR_MAP_STATS, XDPR_MAP_IFACES, XDPR_MAP_TX };
-	const int fds[] = { x->stats_fd, x->ifaces_fd, x->tx_fd };
+	static const int pinned[] = { XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT };
 	char dir[64], path[96];
 	unsigned long ino = 0;
 	struct statfs fs;
@@ -406,8 +517,8 @@ static void sync_pins(struct xdpr *x, bool present)
 	if (statfs("/sys/fs/bpf", &fs) || fs.f_type != BPF_FS_MAGIC || netns_ino(&ino))
 		return;
 	snprintf(dir, sizeof(dir), XDPR_PIN_ROOT "/netns-%lu", ino);
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+	for (size_t i = 0; i < sizeof(pinned) / sizeof(pinned[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, map_names[pinned[i]]);
 		unlink(path);
 	}
 	if (!present) {
@@ -417,10 +528,10 @@ static void sync_pins(struct xdpr *x, bool present)
 	}
 	if ((mkdir(XDPR_PIN_ROOT, 0700) && errno != EEXIST) || (mkdir(dir, 0700) && errno != EEXIST))
 		return;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (fds[i] >= 0)
-			bpf_obj_pin(fds[i], path);
+	for (size_t i = 0; i < sizeof(pinned) / sizeof(pinned[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, map_names[pinned[i]]);
+		if (x->fd[pinned[i]] >= 0)
+			bpf_obj_pin(x->fd[pinned[i]], path);
 	}
 }
 
@@ -446,13 +557,17 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 		seterr(x, "cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	if ((err = bpf_map__reuse_fd(skel->maps.xdpr_stats, x->stats_fd)) ||
-	    (err = bpf_map__reuse_fd(skel->maps.xdpr_ifaces, x->ifaces_fd)) ||
-	    (err = bpf_map__reuse_fd(skel->maps.xdpr_tx_ports, x->tx_fd))) {
-		seterr(x, "cannot share maps: %s", strerror(-err));
+	err = xdpr_reuse_maps(x, skel->obj);
+	if (err)
 		goto out;
+	/* the helper programs are loaded on demand (xdpr_run_prog), not per interface */
+	bpf_program__set_autoload(skel->progs.xdpr_nat_gc, false);
+	bpf_program__set_autoload(skel->progs.xdpr_probe, false);
+	{
+		DECLARE_LIBXDP_OPTS(xdp_program_opts, po, .obj = skel->obj, .prog_name = XDPR_PROG_NAME);
+
+		prog = xdp_program__create(&po);
 	}
-	prog = xdp_program__from_bpf_obj(skel->obj, "xdp");
 	err = libxdp_get_error(prog);
 	if (err) {
 		prog = NULL;
@@ -486,8 +601,8 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 		snprintf(why, whylen, "%s", getenv("LIBXDP_SKIP_DISPATCHER") ? "LIBXDP_SKIP_DISPATCHER is set"
 					   : lib_fallback[0] ? lib_fallback : "not available");
 
-	if (bpf_map_update_elem(x->tx_fd, &key, &key, BPF_ANY) ||
-	    bpf_map_update_elem(x->ifaces_fd, &key, &pd->cfg, BPF_ANY)) {
+	if (bpf_map_update_elem(x->fd[XM_TX], &key, &key, BPF_ANY) ||
+	    bpf_map_update_elem(x->fd[XM_IFACES], &key, &pd->cfg, BPF_ANY)) {
 		err = -errno;
 		seterr(x, "cannot register \"%s\" in the maps: %s", name, strerror(-err));
 		detach_one(x, pd->ifindex, name);
@@ -556,8 +671,10 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		info->dev[i].replaced_foreign = pd[i].foreign;
 	}
 
-	if (x->stats_fd < 0) {
+	if (x->fd[XM_STATS] < 0) {
 		err = create_maps(x);
+		if (!err)
+			err = init_cfg(x);
 		if (err)
 			return err;
 	}

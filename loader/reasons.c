@@ -19,9 +19,9 @@ static const struct {
 	[XDPR_PASS_MARTIAN]          = { "pass_martian",     "loopback, link-local, unspecified or multicast source address" },
 	[XDPR_PASS_TTL]              = { "pass_ttl",         "TTL / hop limit would expire" },
 	[XDPR_PASS_FIB_BLACKHOLE]    = { "pass_blackhole",   "FIB: blackhole route" },
-	[XDPR_PASS_FIB_UNREACH]      = { "pass_unreachable", "FIB: unreachable route or no route" },
+	[XDPR_PASS_FIB_UNREACH]      = { "pass_unreachable", "FIB: unreachable route" },
 	[XDPR_PASS_FIB_PROHIBIT]     = { "pass_prohibit",    "FIB: prohibit route" },
-	[XDPR_PASS_FIB_NOT_FWDED]    = { "pass_not_fwded",   "FIB: local, broadcast or multicast destination" },
+	[XDPR_PASS_FIB_NOT_FWDED]    = { "pass_not_fwded",   "FIB: local, broadcast or multicast destination, or no route" },
 	[XDPR_PASS_FIB_FWD_DISABLED] = { "pass_fwd_disabled","FIB: forwarding disabled on the ingress interface" },
 	[XDPR_PASS_FIB_UNSUPP_LWT]   = { "pass_unsupp_lwt",  "FIB: route needs a lightweight tunnel" },
 	[XDPR_PASS_FIB_NO_NEIGH]     = { "pass_no_neigh",    "FIB: next hop's MAC not resolved" },
@@ -30,7 +30,12 @@ static const struct {
 	[XDPR_PASS_EGRESS_NOT_XDPR]  = { "pass_egress_not_xdpr", "egress interface not attached to xdpr" },
 	[XDPR_PASS_EGRESS_NO_XMIT]   = { "pass_egress_no_xmit",  "egress driver cannot transmit XDP frames" },
 	[XDPR_PASS_NO_IFACE]         = { "pass_no_iface",    "ingress interface being attached or detached" },
+	[XDPR_PASS_NAT_FILTERED]     = { "pass_nat_filtered", "to a NAT binding from a remote it never addressed" },
 	[XDPR_DROP_SHORT]            = { "drop_short",       "frame shorter than its headers" },
+	[XDPR_DROP_NAT_NO_PORT]      = { "drop_nat_no_port", "NAT: no free outside port in the rule's range" },
+	[XDPR_DROP_NAT_FULL]         = { "drop_nat_full",    "NAT: session table full" },
+	[XDPR_DROP_NAT_HOST_LIMIT]   = { "drop_nat_host_limit", "NAT: inside host at its session limit" },
+	[XDPR_DROP_NAT_UNTRANSLATABLE] = { "drop_nat_untranslatable", "NAT: cannot be translated (fragment, protocol, ICMP error without session)" },
 };
 
 const char *xdpr_reason_name(int r)
@@ -41,6 +46,31 @@ const char *xdpr_reason_name(int r)
 const char *xdpr_reason_desc(int r)
 {
 	return r >= 0 && r < XDPR_REASON_MAX && reasons[r].desc ? reasons[r].desc : "unknown";
+}
+
+static const char *const nat_events[XDPR_NE_MAX] = {
+	[XDPR_NE_XLATE_OUT]      = "translated_out",
+	[XDPR_NE_XLATE_IN]       = "translated_in",
+	[XDPR_NE_SESS_NEW]       = "sessions_new",
+	[XDPR_NE_SESS_EXPIRED]   = "sessions_expired",
+	[XDPR_NE_SESS_EVICTED]   = "sessions_evicted",
+	[XDPR_NE_PORT_PRESERVED] = "ports_preserved",
+	[XDPR_NE_PORT_REUSED]    = "ports_reclaimed",
+	[XDPR_NE_NO_PORT]        = "no_port",
+	[XDPR_NE_TABLE_FULL]     = "table_full",
+	[XDPR_NE_HOST_LIMIT]     = "host_limit",
+	[XDPR_NE_UNTRANSLATABLE] = "untranslatable",
+	[XDPR_NE_FILTERED]       = "filtered",
+	[XDPR_NE_ICMP_ERR_OUT]   = "icmp_errors_out",
+	[XDPR_NE_ICMP_ERR_IN]    = "icmp_errors_in",
+	[XDPR_NE_HAIRPIN]        = "hairpinned",
+	[XDPR_NE_ADDR_CHANGED]   = "addr_changed",
+	[XDPR_NE_PAIR_REPAIRED]  = "pairs_repaired",
+};
+
+const char *xdpr_nat_event_name(int e)
+{
+	return e >= 0 && e < XDPR_NE_MAX && nat_events[e] ? nat_events[e] : "unknown";
 }
 
 const char *xdpr_mode_name(enum xdpr_mode mode)
