@@ -154,7 +154,7 @@ struct xdpr_cfg {
 	__u32 icmp;             /* RFC 5508 >= 60 */
 	__u32 holddown;         /* a freed port is not given to another host for this long */
 	__u32 host_limit;       /* sessions per inside host (RFC 6888) */
-	__u32 pad;
+	__u32 next_rule;        /* userspace: rule ids are handed out round robin */
 };
 
 #define XDPR_DEF_TCP_EST   7440

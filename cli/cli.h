@@ -30,6 +30,7 @@ struct attach_args {
 struct detach_args {
 	char *devs[XDPR_MAX_IFACES];
 	int ndev; /* 0: all */
+	bool force;
 };
 
 struct stats_args {
@@ -45,8 +46,20 @@ int parse_stats(int argc, char **argv, struct stats_args *a, char *err, size_t l
 /* Whole number in [min, max]; 0 on success. */
 int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out);
 
+struct nat_rule_args {
+	const char *dev;
+	struct xdpr_nat_rule r; /* flags, src, pool, ports */
+};
+
+int parse_prefix4(const char *s, __be32 *net, __be32 *mask, char *err, size_t len);
+int parse_nat_rule(int argc, char **argv, struct nat_rule_args *a, char *err, size_t len);
+int parse_knobs(const char *cmd, int argc, char **argv, struct xdpr_cfg *c, char *err, size_t len);
+
 int do_link(int argc, char **argv);
 int do_stats(int argc, char **argv);
+int do_nat(int argc, char **argv);
+struct xdpr;
+void print_nat_rules(struct xdpr *x, bool counters_only);
 
 /* "2026-11-30T04:15:26Z" */
 void fmt_time(unsigned long long t, char *buf, size_t len);

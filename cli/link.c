@@ -11,7 +11,7 @@ static void link_usage(void)
 {
 	fprintf(stderr,
 		"Usage: xdpr link attach DEV [DEV ...] [mode {native|skb}] [force]\n"
-		"       xdpr link detach { DEV [DEV ...] | all }\n"
+		"       xdpr link detach { DEV [DEV ...] | all } [force]\n"
 		"       xdpr link show [DEV]\n");
 }
 
@@ -63,6 +63,10 @@ int parse_attach(int argc, char **argv, struct attach_args *a, char *err, size_t
 int parse_detach(int argc, char **argv, struct detach_args *a, char *err, size_t len)
 {
 	memset(a, 0, sizeof(*a));
+	if (argc > 0 && !strcmp(argv[argc - 1], "force")) {
+		a->force = true;
+		argc--;
+	}
 	if (argc == 1 && !strcmp(argv[0], "all"))
 		return 0;
 	for (int i = 0; i < argc; i++) {
@@ -152,7 +156,7 @@ static int link_detach(int argc, char **argv)
 	}
 	ret = xdpr_open(&x, XDPR_O_LOCK);
 	if (!ret)
-		ret = xdpr_detach(&x, a.devs, a.ndev);
+		ret = xdpr_detach(&x, a.devs, a.ndev, a.force ? XDPR_F_FORCE : 0);
 	xdpr_close(&x);
 	return ret ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
 }

@@ -35,9 +35,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: xdpr [OPTIONS] OBJECT COMMAND [ARGS]\n"
 		"       xdpr [OPTIONS] link attach DEV [DEV ...] [mode {native|skb}] [force]\n"
-		"       xdpr [OPTIONS] link detach { DEV [DEV ...] | all }\n"
+		"       xdpr [OPTIONS] link detach { DEV [DEV ...] | all } [force]\n"
 		"       xdpr [OPTIONS] link show [DEV]\n"
 		"       xdpr [OPTIONS] stats [show] [dev DEV] [interval SECS [count N]]\n"
+		"       xdpr [OPTIONS] nat { add | replace | del | show | sessions | flush | gc | timeout | limit } ...\n"
 		"       xdpr help\n"
 		"OPTIONS := { -j|--json  -p|--pretty  -s|--stats (twice: per CPU)  -V|--version  -h|--help }\n");
 }
@@ -48,6 +49,7 @@ static const struct {
 } objects[] = {
 	{ "link",  do_link },
 	{ "stats", do_stats },
+	{ "nat",   do_nat },
 };
 
 int main(int argc, char **argv)

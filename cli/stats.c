@@ -87,6 +87,8 @@ static bool slot_empty(const struct xdpr_slot *s)
 	return true;
 }
 
+static struct xdpr *nat_x; /* NAT rules to show with a snapshot (all interfaces) */
+
 static void print_snapshot(const struct snap *s, int n, int ncpu)
 {
 	out_obj_open(NULL);
@@ -126,6 +128,10 @@ static void print_snapshot(const struct snap *s, int n, int ncpu)
 		out_obj_close();
 	}
 	out_arr_close();
+	if (nat_x) {
+		out_text("\n");
+		print_nat_rules(nat_x, true);
+	}
 	out_obj_close();
 	out_flush_doc();
 }
@@ -280,8 +286,10 @@ int do_stats(int argc, char **argv)
 
 	if (a.interval)
 		err = run_interval(&x, links, n, s, ncpu, &a);
-	else if (!(err = take(&x, links, n, s[0], ncpu)))
+	else if (!(err = take(&x, links, n, s[0], ncpu))) {
+		nat_x = a.dev ? NULL : &x;
 		print_snapshot(s[0], n, ncpu);
+	}
 	ret = err ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
 out:
 	for (int k = 0; k < 2; k++) {

@@ -55,6 +55,7 @@ struct xdpr {
 	int nlinks;
 	struct xdpr_link links[XDPR_MAX_IFACES];
 	char err[512];
+	char note[256];     /* a warning worth showing after a successful change */
 };
 
 #define XDPR_F_FORCE 1u /* replace a foreign XDP program */
@@ -83,8 +84,11 @@ void xdpr_close(struct xdpr *x);
 
 int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode,
 		unsigned int flags, struct xdpr_attach_info *info);
-/* n == 0: every attached interface. */
-int xdpr_detach(struct xdpr *x, char *const *ifnames, int n);
+/*
+ * n == 0: every attached interface.  An interface with NAT rules is refused
+ * unless XDPR_F_FORCE (its rules and their sessions are then removed).
+ */
+int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags);
 
 /* Find a link by name; NULL if that interface is not attached. */
 const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name);
@@ -103,6 +107,43 @@ int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
 int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
 void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern const char *const map_names[XM_MAX];
+
+/* ---- source NAT ---- */
+#define XDPR_MAX_CPUS 64  /* per-CPU detail kept for this many CPUs */
+
+struct xdpr_rule_info {
+	__u32 id;
+	struct xdpr_nat_rule r;
+	char dev[IF_NAMESIZE];
+	__u64 ev[XDPR_NE_MAX];                 /* enum xdpr_nat_event, summed */
+	__u64 cpu_ev[XDPR_MAX_CPUS][XDPR_NE_MAX];
+};
+
+struct xdpr_session {
+	struct xdpr_ct_key key;  /* outbound: inside -> remote */
+	struct xdpr_ct_val out;  /* outside address/port */
+	struct xdpr_ct_val in;
+	bool has_in;
+	__u8 state;              /* both halves */
+	__u64 idle_ns;
+	__u64 timeout_ns;
+};
+
+int xdpr_cfg_get(struct xdpr *x, struct xdpr_cfg *c);
+int xdpr_cfg_set(struct xdpr *x, const struct xdpr_cfg *c);
+/* Rules in id order with their counters; returns how many. */
+int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max);
+/* nr: flags, src, pool, ports filled in; dev and masquerade address are set here. */
+int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace);
+int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask);
+/* rules: delete every rule too; sessions always. */
+int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res);
+int xdpr_nat_gc(struct xdpr *x, __u32 op, __u32 rule, struct xdpr_gc_cmd *res);
+/* Live sessions (expired ones awaiting a sweep are skipped). */
+int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, void *), void *arg);
+__u64 xdpr_nat_timeout_ns(const struct xdpr_cfg *c, __u8 proto, __u8 state);
+/* accept_local on an interface NAT-ed traffic may arrive on (see nat.c). */
+int xdpr_nat_prepare_dev(struct xdpr *x, const char *dev);
 
 const char *xdpr_reason_name(int reason);
 const char *xdpr_reason_desc(int reason);

@@ -689,6 +689,10 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		info->n++;
 	}
 	if (done == n) {
+		struct xdpr_cfg c;
+
+		for (int i = 0; i < n && !xdpr_cfg_get(x, &c) && (c.flags & XDPR_CFG_NAT); i++)
+			xdpr_nat_prepare_dev(x, ifnames[i]);
 		sync_pins(x, true);
 		return 0;
 	}
@@ -705,10 +709,10 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 	return err;
 }
 
-int xdpr_detach(struct xdpr *x, char *const *ifnames, int n)
+int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 {
 	const struct xdpr_link *todo[XDPR_MAX_IFACES];
-	int cnt = 0, err = 0;
+	int cnt = 0, err = 0, nat_rules = 0;
 
 	quiet_libs();
 	if (n == 0) {
@@ -726,6 +730,34 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n)
 			return -ENOENT;
 		}
 		todo[cnt++] = l;
+	}
+	/* NAT rules on an interface: without xdpr there, its traffic would leave untranslated. */
+	for (int i = 0; i < cnt; i++) {
+		const struct xdpr_link *l = todo[i];
+
+		if (!l->has_cfg || !l->cfg.nrules)
+			continue;
+		if (!(flags & XDPR_F_FORCE)) {
+			seterr(x, "\"%s\" has NAT rules: without xdpr its traffic would leave untranslated; "
+				  "delete them first (xdpr nat del out %s ...) or use \"force\"",
+			       l->name, l->name);
+			return -EBUSY;
+		}
+		nat_rules += l->cfg.nrules;
+	}
+	for (int i = 0; i < cnt && nat_rules; i++) {
+		const struct xdpr_link *l = todo[i];
+
+		for (int r = 0; l->has_cfg && r < l->cfg.nrules && r < XDPR_NAT_IF_RULES; r++) {
+			struct xdpr_nat_rule rule;
+			__u32 id = l->cfg.rules[r];
+
+			if (bpf_map_lookup_elem(x->fd[XM_RULES], &id, &rule) || !rule.ifindex)
+				continue;
+			err = xdpr_nat_del(x, l->name, rule.src_net, rule.src_mask);
+			if (err)
+				return err;
+		}
 	}
 	for (int i = 0; i < cnt; i++) {
 		int e = detach_one(x, todo[i]->ifindex, todo[i]->name);
