@@ -15,6 +15,11 @@ cases=(
 	"2|invalid interval \"abc\"|stats interval abc"
 	"2|unknown stats argument \"frob\"|stats frob"
 	"2|\"count\" goes with \"interval\"|stats count 2"
+	"2|unknown nat command \"frob\"|nat frob"
+	"2|a rule needs exactly one of \"masquerade\" and \"to ADDR[-ADDR]\"|nat add out eth0"
+	"2|invalid port range \"9-1\"|nat add out eth0 masquerade ports 9-1"
+	"2|expected \"del out DEV [src PREFIX]\"|nat del eth0"
+	"2|unknown timeout \"tcp\"|nat timeout tcp 5"
 )
 n=$(grep -c '^\(not \)\?ok' /tmp/xdpr-unit.$$)
 echo "1..$((n + ${#cases[@]} * 2 + 2))"

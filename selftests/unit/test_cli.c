@@ -5,6 +5,7 @@
 #include "../tap.h"
 #include "cli.h"
 #include "out.h"
+#include <arpa/inet.h>
 
 struct cli_opts opts;
 
@@ -58,7 +59,7 @@ int main(void)
 	char err[256];
 	int names_ok = 1;
 
-	tap_plan(36);
+	tap_plan(56);
 
 	tap_ok(PARSE(parse_attach, &a, "eth1", "eth2") == 0 && a.ndev == 2 &&
 	       a.mode == XDPR_MODE_NATIVE && !a.force, "attach: two devices, native by default");
@@ -134,6 +135,57 @@ int main(void)
 		char t[32];
 		fmt_time(0, t, sizeof(t));
 		tap_ok(!strcmp(t, "1970-01-01T00:00:00Z"), "time: ISO 8601 UTC");
+	}
+	/* NAT rule grammar */
+	{
+		struct nat_rule_args n;
+		__be32 net, mask;
+		struct xdpr_cfg c = { .udp = 300 };
+
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "masquerade") == 0 && !strcmp(n.dev, "eth2") &&
+		       (n.r.flags & XDPR_NAT_MASQ) && n.r.src_mask == 0 && n.r.port_min == 1024 &&
+		       n.r.port_max == 65535, "nat: masquerade with defaults (any source, ports 1024-65535)");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "src", "10.0.0.0/8", "to",
+			     "198.51.100.10-198.51.100.13", "ports", "20000-60000") == 0 &&
+		       n.r.src_net == htonl(0x0a000000) && n.r.src_mask == htonl(0xff000000) &&
+		       n.r.pool_first == htonl(0xc633640a) && n.r.pool_count == 4 &&
+		       n.r.port_min == 20000 && n.r.port_max == 60000, "nat: pool rule with range and ports");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "masquerade", "filter", "eif") == 0 &&
+		       (n.r.flags & XDPR_NAT_EIF), "nat: filter eif");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "to", "192.0.2.1") == 0 && n.r.pool_count == 1,
+		       "nat: single pool address");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2") == EXIT_USAGE && strstr(err, "exactly one"),
+		       "nat: neither masquerade nor to");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "masquerade", "to", "192.0.2.1") == EXIT_USAGE,
+		       "nat: both masquerade and to");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "masquerade", "ports", "5000-4000") ==
+		       EXIT_USAGE && strstr(err, "invalid port range \"5000-4000\""), "nat: reversed port range");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "masquerade", "ports", "0-10") == EXIT_USAGE,
+		       "nat: port 0");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "to", "10.0.0.5-10.0.0.1") == EXIT_USAGE &&
+		       strstr(err, "invalid address range"), "nat: reversed address range");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "masquerade", "src", "10.0.1.1/24") ==
+		       EXIT_USAGE && strstr(err, "host bits set in \"10.0.1.1/24\""), "nat: host bits set");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "masquerade", "src", "10.0.0.0/33") ==
+		       EXIT_USAGE, "nat: prefix length 33");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "masquerade", "filter", "full") == EXIT_USAGE &&
+		       strstr(err, "unknown filter \"full\""), "nat: unknown filter");
+		tap_ok(PARSE(parse_nat_rule, &n, "in", "eth2", "masquerade") == EXIT_USAGE,
+		       "nat: only 'out' rules");
+		tap_ok(PARSE(parse_nat_rule, &n, "out", "eth2", "masquerade", "bogus", "x") == EXIT_USAGE &&
+		       strstr(err, "\"bogus\""), "nat: unknown word named");
+		tap_ok(parse_prefix4("0.0.0.0/0", &net, &mask, err, sizeof(err)) == 0 && mask == 0,
+		       "prefix: default route");
+		tap_ok(parse_prefix4("192.0.2.7", &net, &mask, err, sizeof(err)) == 0 && mask == 0xffffffff,
+		       "prefix: bare address is a /32");
+		tap_ok(parse_knobs("timeout", 1, ARGV("udp"), &c, err, sizeof(err)) == EXIT_USAGE &&
+		       strstr(err, "needs a value"), "knobs: a word without its value");
+		tap_ok(parse_knobs("timeout", 4, ARGV("udp", "120", "holddown", "0"), &c, err, sizeof(err)) == 0 &&
+		       c.udp == 120 && c.holddown == 0, "knobs: timeout udp and holddown");
+		tap_ok(parse_knobs("timeout", 2, ARGV("udp", "0"), &c, err, sizeof(err)) == EXIT_USAGE &&
+		       c.udp == 120, "knobs: udp 0 refused, value unchanged");
+		tap_ok(parse_knobs("limit", 2, ARGV("udp", "5"), &c, err, sizeof(err)) == EXIT_USAGE &&
+		       strstr(err, "unknown limit \"udp\""), "knobs: words belong to their command");
 	}
 	return tap_done();
 }
