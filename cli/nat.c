@@ -446,10 +446,15 @@ int parse_knobs(const char *cmd, int argc, char **argv, struct xdpr_cfg *c, char
 static int nat_knobs(const char *cmd, int argc, char **argv)
 {
 	static struct xdpr x;
-	struct xdpr_cfg c, want;
+	struct xdpr_cfg c, want = {};
 	char err[256];
 	int ret;
 
+	/* words and values first: a usage error never depends on the router */
+	if (parse_knobs(cmd, argc, argv, &want, err, sizeof(err))) {
+		nat_usage();
+		return fail(EXIT_USAGE, "%s", err);
+	}
 	if ((ret = open_router(&x, argc ? XDPR_O_LOCK : 0)))
 		return ret;
 	ret = EXIT_FAIL;
