@@ -1,7 +1,7 @@
 #!/bin/bash
 # make demo: build a client - router - server namespace topology, attach xdpr
-# to the router's interfaces and show it forwarding live traffic, with live
-# per-CPU counters.  Everything it creates is removed on exit.
+# to the router's interfaces and show it forwarding and NAT-ing live traffic,
+# with live per-CPU counters.  Everything it creates is removed on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 XDPR=$PWD/build/xdpr
@@ -31,30 +31,40 @@ ip -n $R addr add 10.0.2.1/24 dev r1; ip -n $R addr add 2001:db8:2::1/64 dev r1 
 ip -n $V addr add 10.0.2.2/24 dev s0; ip -n $V addr add 2001:db8:2::2/64 dev s0 nodad
 for p in "$C c0" "$R r0" "$R r1" "$V s0"; do set -- $p; ip -n $1 link set $2 up; done
 ip -n $C route add default via 10.0.1.1; ip -n $C -6 route add default via 2001:db8:1::1
-ip -n $V route add default via 10.0.2.1; ip -n $V -6 route add default via 2001:db8:2::1
+# The server has no IPv4 route back to 10.0.1.0/24: IPv4 only works through NAT.
+ip -n $V -6 route add default via 2001:db8:2::1
 rtr sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
 # veth: redirected frames need GRO (or XDP) on the receiving peer; traffic
 # from a namespace's own stack needs tx checksum offload off (see README).
 ip netns exec $C ethtool -K c0 gro on tx off >/dev/null
 ip netns exec $V ethtool -K s0 gro on tx off >/dev/null
 echo "client 10.0.1.2, 2001:db8:1::2   router 10.0.1.1 | 10.0.2.1   server 10.0.2.2, 2001:db8:2::2"
+echo "(the server has no IPv4 route back to the client's network)"
 
 say "attach the fast path to both router interfaces"
 run rtr $XDPR link attach r0 r1
 run rtr $XDPR link show
 
-say "ping through the router (IPv4 and IPv6)"
-ip netns exec $C ping -c 3 -i 0.2 10.0.2.2 | tail -2
+say "IPv6 is routed in XDP; IPv4 cannot come back yet"
 ip netns exec $C ping -6 -c 3 -i 0.2 2001:db8:2::2 | tail -2
+ip netns exec $C ping -c 2 -i 0.2 -W 1 10.0.2.2 | grep 'packet loss' || true
 
-say "TTL on the wire at the server: 64 at the client, 63 after the router"
-ip netns exec $V timeout 5 tcpdump -lni s0 -c 2 -v 'icmp and src 10.0.1.2' 2>/dev/null |
-	grep -o 'ttl [0-9]*' | sed 's/^/  /' &
+say "masquerade out of r1, like pf's: match out on r1 nat-to (r1)"
+run rtr $XDPR nat add out r1 masquerade
+ip netns exec $C ping -c 3 -i 0.2 10.0.2.2 | tail -2
+ip netns exec $V timeout 5 socat TCP-LISTEN:7000,reuseaddr SYSTEM:'echo server sees the client as $SOCAT_PEERADDR port $SOCAT_PEERPORT' &
+sleep 0.5
+ip netns exec $C timeout 3 socat - TCP:10.0.2.2:7000,sourceport=45000 </dev/null | sed 's/^/  /'
+wait %% 2>/dev/null || true
+
+say "on the wire at the server: TTL 63 (64 at the client), source the router's address"
+ip netns exec $V timeout 5 tcpdump -lni s0 -c 2 -v 'icmp[icmptype] == icmp-echo' 2>/dev/null |
+	grep -oE 'ttl [0-9]+|10\.0\.2\.1 > 10\.0\.2\.2' | paste -sd' ' | sed 's/^/  /' &
 sleep 1
 ip netns exec $C ping -c 2 -i 0.2 10.0.2.2 >/dev/null
 wait %% 2>/dev/null || true
 
-say "TCP and UDP load for 8 s with live per-CPU rates (xdpr -s -s stats interval 1)"
+say "TCP load through the NAT for 8 s with live per-CPU rates"
 ip netns exec $V timeout 15 iperf3 -s -1 >/dev/null 2>&1 &
 sleep 0.5
 ip netns exec $C timeout 12 iperf3 -c 10.0.2.2 -t 8 -P 2 >/tmp/xdpr-demo-iperf.$S 2>&1 &
@@ -63,15 +73,17 @@ wait %2 2>/dev/null || true
 grep -E 'sender|receiver' /tmp/xdpr-demo-iperf.$S | tail -2 | sed 's/^/  /'
 rm -f /tmp/xdpr-demo-iperf.$S
 
-say "totals per interface and reason"
+say "totals per interface and reason, NAT counters per rule"
 run rtr $XDPR stats
+say "NAT sessions"
+run rtr $XDPR nat sessions
 
-say "traceroute still shows the router: TTL expiry goes to the kernel (pass_ttl)"
+say "traceroute through the NAT: TTL expiry goes to the kernel (pass_ttl), ICMP errors are translated back"
 ip netns exec $C timeout 10 traceroute -n -q1 -w1 -m3 10.0.2.2 || true
 rtr $XDPR stats dev r0 | grep -E 'pass_ttl|forwarded'
 
-say "detach: the kernel forwards again, without a gap"
-run rtr $XDPR link detach all
-ip netns exec $C ping -c 2 -i 0.2 10.0.2.2 | tail -1
+say "detach: the kernel forwards again (NAT rules go with force)"
+run rtr $XDPR link detach all force
+ip netns exec $C ping -6 -c 2 -i 0.2 2001:db8:2::2 | tail -1
 echo
 echo "demo done; namespaces removed"
