@@ -104,7 +104,6 @@ static int link_attach(int argc, char **argv)
 	int ret;
 
 	if (parse_attach(argc, argv, &a, err, sizeof(err))) {
-		link_usage();
 		return fail(EXIT_USAGE, "%s", err);
 	}
 	ret = xdpr_open(&x, XDPR_O_LOCK);
@@ -151,7 +150,6 @@ static int link_detach(int argc, char **argv)
 	int ret;
 
 	if (parse_detach(argc, argv, &a, err, sizeof(err))) {
-		link_usage();
 		return fail(EXIT_USAGE, "%s", err);
 	}
 	ret = xdpr_open(&x, XDPR_O_LOCK);
@@ -187,7 +185,6 @@ static int link_show(int argc, char **argv)
 	if (argc > 0 && !strcmp(argv[0], "dev"))
 		argc--, argv++;
 	if (argc > 1 || (argc == 1 && !*argv[0])) {
-		link_usage();
 		return fail(EXIT_USAGE, "\"link show\" takes at most one device");
 	}
 	if (argc == 1)
@@ -228,6 +225,5 @@ int do_link(int argc, char **argv)
 		link_usage();
 		return EXIT_OK;
 	}
-	link_usage();
 	return fail(EXIT_USAGE, "unknown link command \"%s\"", argv[0]);
 }

@@ -73,14 +73,12 @@ int main(int argc, char **argv)
 		case 'V': printf("xdpr %s\n", XDPR_VERSION); return EXIT_OK;
 		case 'h': usage(stdout); return EXIT_OK;
 		default:
-			usage(stderr);
 			return fail(EXIT_USAGE, "unknown option \"%s\"", argv[optind - 1]);
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (argc < 1) {
-		usage(stderr);
 		return fail(EXIT_USAGE, "missing OBJECT");
 	}
 	if (!strcmp(argv[0], "help")) {
@@ -95,6 +93,5 @@ int main(int argc, char **argv)
 			return ret;
 		}
 	}
-	usage(stderr);
 	return fail(EXIT_USAGE, "unknown object \"%s\"", argv[0]);
 }

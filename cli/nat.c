@@ -142,7 +142,6 @@ static int nat_add(int argc, char **argv, bool replace)
 	int ret;
 
 	if (parse_nat_rule(argc, argv, &a, err, sizeof(err))) {
-		nat_usage();
 		return fail(EXIT_USAGE, "%s", err);
 	}
 	if ((ret = open_router(&x, XDPR_O_LOCK)))
@@ -163,7 +162,6 @@ static int nat_del(int argc, char **argv)
 
 	if (argc < 2 || strcmp(argv[0], "out") || (argc != 2 && argc != 4) ||
 	    (argc == 4 && strcmp(argv[2], "src"))) {
-		nat_usage();
 		return fail(EXIT_USAGE, "expected \"del out DEV [src PREFIX]\"");
 	}
 	if (argc == 4 && parse_prefix4(argv[3], &net, &mask, err, sizeof(err)))
@@ -240,7 +238,6 @@ static int nat_show(int argc, char **argv)
 
 	(void)argv;
 	if (argc) {
-		nat_usage();
 		return fail(EXIT_USAGE, "\"nat show\" takes no arguments");
 	}
 	if ((ret = open_router(&x, 0)))
@@ -322,7 +319,6 @@ static int nat_sessions(int argc, char **argv)
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!val) {
-			nat_usage();
 			return fail(EXIT_USAGE, "\"%s\" needs a value", argv[i]);
 		}
 		if (!strcmp(argv[i], "src")) {
@@ -335,7 +331,6 @@ static int nat_sessions(int argc, char **argv)
 			if (!f.proto)
 				return fail(EXIT_USAGE, "unknown protocol \"%s\" (tcp, udp or icmp)", val);
 		} else {
-			nat_usage();
 			return fail(EXIT_USAGE, "unknown sessions argument \"%s\"", argv[i]);
 		}
 	}
@@ -373,7 +368,6 @@ static int nat_flush(int argc, char **argv)
 	if (argc == 1 && !strcmp(argv[0], "sessions"))
 		rules = false;
 	else if (argc) {
-		nat_usage();
 		return fail(EXIT_USAGE, "expected \"nat flush [sessions]\"");
 	}
 	if ((ret = open_router(&x, XDPR_O_LOCK)))
@@ -394,7 +388,6 @@ static int nat_gc(int argc, char **argv)
 
 	(void)argv;
 	if (argc) {
-		nat_usage();
 		return fail(EXIT_USAGE, "\"nat gc\" takes no arguments");
 	}
 	if ((ret = open_router(&x, XDPR_O_LOCK)))
@@ -452,7 +445,6 @@ static int nat_knobs(const char *cmd, int argc, char **argv)
 
 	/* words and values first: a usage error never depends on the router */
 	if (parse_knobs(cmd, argc, argv, &want, err, sizeof(err))) {
-		nat_usage();
 		return fail(EXIT_USAGE, "%s", err);
 	}
 	if ((ret = open_router(&x, argc ? XDPR_O_LOCK : 0)))
@@ -462,7 +454,6 @@ static int nat_knobs(const char *cmd, int argc, char **argv)
 		goto out;
 	want = c;
 	if (parse_knobs(cmd, argc, argv, &want, err, sizeof(err))) {
-		nat_usage();
 		ret = fail(EXIT_USAGE, "%s", err);
 		goto done;
 	}
@@ -508,6 +499,5 @@ int do_nat(int argc, char **argv)
 		nat_usage();
 		return EXIT_OK;
 	}
-	nat_usage();
 	return fail(EXIT_USAGE, "unknown nat command \"%s\"", argv[0]);
 }

@@ -241,8 +241,11 @@ int do_stats(int argc, char **argv)
 	int ncpu, n = 0, ret = EXIT_FAIL, err;
 	char msg[256];
 
-	if (parse_stats(argc, argv, &a, msg, sizeof(msg))) {
+	if (argc == 1 && !strcmp(argv[0], "help")) {
 		stats_usage();
+		return EXIT_OK;
+	}
+	if (parse_stats(argc, argv, &a, msg, sizeof(msg))) {
 		return fail(EXIT_USAGE, "%s", msg);
 	}
 	if (xdpr_open(&x, 0)) {

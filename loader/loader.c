@@ -100,8 +100,9 @@ static __u64 prog_since(int prog_fd)
 		return 0;
 	clock_gettime(CLOCK_BOOTTIME, &boot);
 	clock_gettime(CLOCK_REALTIME, &real);
-	/* load_time is nanoseconds since boot */
-	return real.tv_sec - (boot.tv_sec - info.load_time / 1000000000ULL);
+	/* load_time is nanoseconds since boot; subtract before rounding */
+	return (real.tv_sec * 1000000000ULL + real.tv_nsec - boot.tv_sec * 1000000000ULL -
+		boot.tv_nsec + info.load_time) / 1000000000ULL;
 }
 
 /* Adopt the maps of a running instance (first one found wins). */
