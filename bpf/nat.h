@@ -201,11 +201,18 @@ static __always_inline __u8 tcp_state_bits(const struct tcphdr *th, int dir)
 static __always_inline void ct_other_key(const struct xdpr_ct_key *k, const struct xdpr_ct_val *v,
 					 struct xdpr_ct_key *o)
 {
-	/* OUT {in, rem, inp, remp} <-> IN {rem, out, remp, outp} */
-	o->saddr = k->daddr;
-	o->daddr = v->xaddr;
-	o->sport = k->dport;
-	o->dport = v->xport;
+	/* OUT {in, rem, inp, remp} -> out  <->  IN {rem, out, remp, outp} -> in */
+	if (k->dir == XDPR_CT_OUT) {
+		o->saddr = k->daddr;
+		o->daddr = v->xaddr;
+		o->sport = k->dport;
+		o->dport = v->xport;
+	} else {
+		o->saddr = v->xaddr;
+		o->daddr = k->saddr;
+		o->sport = v->xport;
+		o->dport = k->sport;
+	}
 	o->proto = k->proto;
 	o->dir = !k->dir;
 	o->pad[0] = o->pad[1] = 0;
@@ -1086,8 +1093,9 @@ static __noinline int nat4_snat(struct nat4 *p, const struct xdpr_iface *out, __
 		} else if (now - q->out.last_seen > nat_timeout(cfg, q->key.proto, q->out.state | bits)) {
 			__u8 state;
 
-			dead = nat_idle(&q->key, &q->out, now, &state) >
-			       nat_timeout(cfg, q->key.proto, state | bits);
+			if (nat_idle(&q->key, &q->out, now, &state) >
+			    nat_timeout(cfg, q->key.proto, state | bits))
+				dead = 2;
 		}
 		if (!dead) {
 			ct_other_key(&q->key, &q->out, &sc->ik);
@@ -1103,7 +1111,11 @@ static __noinline int nat4_snat(struct nat4 *p, const struct xdpr_iface *out, __
 			nat_count(rid, XDPR_NE_XLATE_OUT);
 			return -1;
 		}
-		nat_sweep_key(&q->key, &q->out, now, cfg, 1);
+		/* timed out: counted as expired; moved or broken: counted above */
+		if (dead == 2 && nat_sess_delete(&q->key, &q->out, now))
+			nat_count(q->out.rule, XDPR_NE_SESS_EXPIRED);
+		else if (dead == 1)
+			nat_sess_delete(&q->key, &q->out, now);
 	}
 	q->r = *r;
 	q->cfg = *cfg;
@@ -1177,6 +1189,30 @@ static __always_inline int nat4_hairpin(struct nat4 *p, const struct xdpr_cfg *c
 	out = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
 	if (!out)
 		return -1;
+	/*
+	 * Filtering first, so a refused packet goes to the kernel untouched:
+	 * without EIF, the binding must already talk to this host's outside
+	 * endpoint (its mapping under the same rule).
+	 */
+	if (!(r->flags & XDPR_NAT_EIF)) {
+		struct xdpr_eim_key ek = { .in_addr = p->iph->saddr, .in_port = p->sport,
+					   .proto = p->proto, .rule = rid };
+		struct xdpr_eim_val *e = bpf_map_lookup_elem(&xdpr_nat_eim, &ek);
+		struct xdpr_ct_key ik = {};
+
+		if (e) {
+			ik.saddr = e->out_addr;
+			ik.daddr = bk.out_addr;
+			ik.sport = e->out_port;
+			ik.dport = bk.out_port;
+			ik.proto = p->proto;
+			ik.dir = XDPR_CT_IN;
+		}
+		if (!e || !bpf_map_lookup_elem(&xdpr_nat_ct, &ik)) {
+			nat_count(rid, XDPR_NE_FILTERED);
+			return XDPR_PASS_NAT_FILTERED;
+		}
+	}
 	/* the binding's address is the masquerade address the FIB would give */
 	saddr = p->iph->saddr;
 	rc = nat4_finish(p, nat4_snat(p, out, bk.out_addr, cfg, now));
