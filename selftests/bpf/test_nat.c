@@ -1,0 +1,2196 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_nat.c - the source-NAT datapath of xdpr_main against the real kernel
+ * FIB, one BPF_PROG_TEST_RUN per frame.
+ *
+ * In a private network namespace: inside veth r0 (10.0.1.1/24, hosts
+ * 10.0.1.2 and 10.0.1.3), outside veth r1 (10.0.2.1/24, remotes 10.0.2.2 and
+ * 10.0.2.3; 10.0.2.4 has no neighbour), a route with `mtu lock 1280`, static
+ * neighbours.  A masquerade rule (id 1) sits on r1, installed the way
+ * loader/nat.c does it.  Every frame is built from scratch (repeat 1: a
+ * repeated run would see its own rewrite) and every step checks
+ *   - the verdict, and that exactly its reason counter moved by one packet
+ *     in the ingress interface's slot (summed over CPUs),
+ *   - the bytes out against a frame built from scratch with the translated
+ *     addresses and ports (checksums computed from nothing, not
+ *     incrementally); a frame the program hands to the kernel or drops
+ *     untranslated must come back untouched,
+ *   - every checksum of the output recomputed from scratch: IPv4 header,
+ *     TCP/UDP with the pseudo-header, ICMP over the whole message, and the
+ *     IP header and transport checksum of a packet quoted in an ICMP error,
+ *   - the NAT event counters of the rule (all of them: the expected ones
+ *     moved by the expected amount, the others not at all).
+ * Session, binding and mapping entries are read back where a case is about
+ * them.  The NAT tables are emptied between independent cases.
+ * TAP on stdout; exit 1 if any case failed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "xdpr_shared.h"
+#include "libxdpr.h"
+#include "xdpr.skel.h"
+
+#define FRAME_MAX 2048
+#define NONE      -1       /* pkt.plen: no payload at all */
+
+#define IN2  "10.0.1.2"    /* inside hosts */
+#define IN3  "10.0.1.3"
+#define REM  "10.0.2.2"    /* remotes */
+#define REM3 "10.0.2.3"
+#define HOP  "10.0.2.9"    /* a router on the way: sends ICMP errors */
+#define OUTA "10.0.2.1"    /* r1's address: the masquerade address */
+
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+#define TCP_PSH 0x08
+#define TCP_ACK 0x10
+
+struct dev {
+	const char *name, *peer, *mac, *peer_mac;
+	__u32 slot;
+	__u32 ifindex;
+	__u8 hw[6];
+};
+
+static struct dev devs[] = {
+	{ "r0", "c0", "02:00:00:00:01:01", "02:00:00:00:01:09", 1, 0, {} }, /* inside */
+	{ "r1", "s0", "02:00:00:00:02:01", "02:00:00:00:02:09", 2, 0, {} }, /* outside */
+};
+
+/* Neighbours: where forwarded frames must be addressed. */
+static const struct {
+	const char *ip, *mac, *dev;
+} neighs[] = {
+	{ IN2, "02:00:00:00:01:02", "r0" },
+	{ IN3, "02:00:00:00:01:03", "r0" },
+	{ REM, "02:00:00:00:02:02", "r1" },
+	{ REM3, "02:00:00:00:02:03", "r1" },
+};
+
+static const char *const setup_cmds[] = {
+	"ip link set lo up",
+	"ip addr add 10.0.1.1/24 dev r0",
+	"ip addr add 10.0.2.1/24 dev r1",
+	"ip route add 10.9.4.0/24 via 10.0.2.2 dev r1 mtu lock 1280",
+};
+
+/* ---- TAP ---- */
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("Bail out! ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	exit(1);
+}
+
+static char diag[16384];
+static size_t diag_len;
+static const char *cur_step; /* prefix of the notes of the step being checked */
+
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (diag_len >= sizeof(diag) - 1)
+		return;
+	diag_len += snprintf(diag + diag_len, sizeof(diag) - diag_len, "# %s%s", cur_step ?: "",
+			     cur_step ? ": " : "");
+	if (diag_len >= sizeof(diag) - 1)
+		return;
+	va_start(ap, fmt);
+	diag_len += vsnprintf(diag + diag_len, sizeof(diag) - diag_len, fmt, ap);
+	va_end(ap);
+	if (diag_len < sizeof(diag) - 1)
+		diag[diag_len++] = '\n', diag[diag_len] = 0;
+}
+
+static int tap_n, tap_failed;
+
+static void tap(bool ok, const char *name)
+{
+	printf("%s %d - %s\n", ok ? "ok" : "not ok", ++tap_n, name);
+	if (diag_len >= sizeof(diag))
+		diag_len = sizeof(diag) - 1;
+	diag[diag_len] = 0;
+	fputs(diag, stdout);
+	diag_len = 0;
+	diag[0] = 0;
+	tap_failed += !ok;
+	fflush(stdout);
+}
+
+/* ---- network namespace ---- */
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int sysctl_set(const char *key, const char *val)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/%s", key);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(val, f);
+	return fclose(f) ? -1 : 0;
+}
+
+static void mac_parse(const char *s, __u8 mac[6])
+{
+	if (sscanf(s, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &mac[0], &mac[1], &mac[2], &mac[3],
+		   &mac[4], &mac[5]) != 6)
+		die("bad MAC \"%s\" in the test", s);
+}
+
+static void dev_mac(const char *name, __u8 mac[6])
+{
+	struct ifreq ifr = {};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (fd < 0 || ioctl(fd, SIOCGIFHWADDR, &ifr))
+		die("cannot read the MAC of %s: %s", name, strerror(errno));
+	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	close(fd);
+}
+
+static struct dev *dev_get(const char *name)
+{
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++)
+		if (!strcmp(devs[i].name, name))
+			return &devs[i];
+	die("no device %s in the test", name);
+	return NULL;
+}
+
+static __be32 ip(const char *s)
+{
+	struct in_addr a;
+
+	if (inet_pton(AF_INET, s, &a) != 1)
+		die("bad IPv4 address \"%s\" in the test", s);
+	return a.s_addr;
+}
+
+static const char *ipstr(__be32 a)
+{
+	static char buf[4][INET_ADDRSTRLEN];
+	static int i;
+
+	i = (i + 1) % 4;
+	inet_ntop(AF_INET, &a, buf[i], sizeof(buf[i]));
+	return buf[i];
+}
+
+static void neigh_mac(const char *addr, __u8 mac[6])
+{
+	for (size_t i = 0; i < sizeof(neighs) / sizeof(neighs[0]); i++)
+		if (!strcmp(neighs[i].ip, addr)) {
+			mac_parse(neighs[i].mac, mac);
+			return;
+		}
+	die("no neighbour %s in the test", addr);
+}
+
+static void setup_netns(void)
+{
+	if (unshare(CLONE_NEWNET))
+		die("unshare(CLONE_NEWNET): %s", strerror(errno));
+	if (sysctl_set("net/ipv4/ip_forward", "1"))
+		die("cannot set net.ipv4.ip_forward");
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
+		struct dev *d = &devs[i];
+
+		if (sh("/sbin/ip link add %s address %s type veth peer name %s address %s",
+		       d->name, d->mac, d->peer, d->peer_mac) ||
+		    sh("/sbin/ip link set %s up && /sbin/ip link set %s up", d->name, d->peer))
+			die("cannot create veth %s", d->name);
+		d->ifindex = if_nametoindex(d->name);
+		dev_mac(d->name, d->hw);
+	}
+	for (size_t i = 0; i < sizeof(setup_cmds) / sizeof(setup_cmds[0]); i++)
+		if (sh("/sbin/%s", setup_cmds[i]))
+			die("setup failed: %s", setup_cmds[i]);
+	for (size_t i = 0; i < sizeof(neighs) / sizeof(neighs[0]); i++)
+		if (sh("/sbin/ip neigh replace %s lladdr %s dev %s nud permanent", neighs[i].ip,
+		       neighs[i].mac, neighs[i].dev))
+			die("cannot add neighbour %s", neighs[i].ip);
+}
+
+/* ---- BPF side ---- */
+
+static struct xdpr_bpf *skel;
+static int prog_fd, gc_fd, stats_fd, ifaces_fd, cfg_fd, rules_fd, nstats_fd;
+static int ct_fd, bind_fd, eim_fd, hosts_fd, ncpus;
+static __u32 cfg_flags;  /* XDPR_CFG_NAT, plus XDPR_CFG_FIB_SRC when the kernel has it */
+static __u32 cur_rule;   /* rule whose NAT events the steps check */
+
+static void register_devs(void)
+{
+	int tx = bpf_map__fd(skel->maps.xdpr_tx_ports);
+
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
+		struct dev *d = &devs[i];
+		struct xdpr_iface c = { .slot = d->slot, .flags = XDPR_IF_XMIT };
+
+		memcpy(c.mac, d->hw, 6);
+		if (bpf_map_update_elem(tx, &d->ifindex, &d->ifindex, BPF_ANY) ||
+		    bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_ANY))
+			die("cannot register %s: %s", d->name, strerror(errno));
+	}
+}
+
+/* xdpr_probe: does bpf_fib_lookup take BPF_FIB_LOOKUP_SRC?  (-EINVAL: no) */
+static int probe_fib_src(void)
+{
+	__s32 buf[16] = { -1 };
+	struct xdp_md ctx = { .data_end = sizeof(buf), .ingress_ifindex = 1 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = buf, .data_size_in = sizeof(buf),
+		    .data_out = buf, .data_size_out = sizeof(buf), .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx), .repeat = 1);
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.xdpr_probe), &o))
+		die("cannot run xdpr_probe: %s", strerror(errno));
+	return buf[0];
+}
+
+static void cfg_write(__u32 udp, __u32 holddown, __u32 host_limit)
+{
+	struct xdpr_cfg c = {
+		.flags = cfg_flags, .tcp_est = XDPR_DEF_TCP_EST, .tcp_trans = XDPR_DEF_TCP_TRANS,
+		.udp = udp, .icmp = XDPR_DEF_ICMP, .holddown = holddown, .host_limit = host_limit,
+	};
+	__u32 zero = 0;
+
+	if (bpf_map_update_elem(cfg_fd, &zero, &c, BPF_ANY))
+		die("cannot write xdpr_cfg: %s", strerror(errno));
+}
+
+static void cfg_defaults(void)
+{
+	cfg_write(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, XDPR_DEF_HOST_LIMIT);
+}
+
+/* A rule in xdpr_nat_rules[id]; pool == NULL: masquerade to r1's address. */
+static void rule_write(__u32 id, __u32 flags, const char *net, int plen, const char *pool,
+		       __u32 pool_count, __u16 pmin, __u16 pmax)
+{
+	struct xdpr_nat_rule r = {
+		.ifindex = dev_get("r1")->ifindex, .flags = flags, .src_net = ip(net),
+		.src_mask = plen ? htonl(~0u << (32 - plen)) : 0,
+		.pool_first = pool ? ip(pool) : 0, .pool_count = pool_count,
+		.masq_addr = pool ? 0 : ip(OUTA), .port_min = pmin, .port_max = pmax,
+	};
+
+	if (bpf_map_update_elem(rules_fd, &id, &r, BPF_ANY))
+		die("cannot write NAT rule %u: %s", id, strerror(errno));
+}
+
+static void rule_clear(__u32 id)
+{
+	struct xdpr_nat_rule r = {};
+
+	if (bpf_map_update_elem(rules_fd, &id, &r, BPF_ANY))
+		die("cannot clear NAT rule %u: %s", id, strerror(errno));
+}
+
+/* The outside interface's rule list (one rule), as loader/nat.c swaps it in. */
+static void iface_rules(const char *name, __u8 id)
+{
+	struct dev *d = dev_get(name);
+	struct xdpr_iface c;
+
+	if (bpf_map_lookup_elem(ifaces_fd, &d->ifindex, &c))
+		die("cannot read xdpr_ifaces[%s]: %s", name, strerror(errno));
+	memset(c.rules, 0, sizeof(c.rules));
+	c.nrules = id ? 1 : 0;
+	c.rules[0] = id;
+	if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_EXIST))
+		die("cannot write xdpr_ifaces[%s]: %s", name, strerror(errno));
+}
+
+/* Empty a hash map: collect the keys first (deleting while walking restarts the walk). */
+static int map_clear(int fd, size_t key_size)
+{
+	size_t cap = 1024, n;
+	int total = 0;
+	__u8 *keys;
+
+	keys = malloc(cap * key_size);
+	if (!keys)
+		die("out of memory");
+	do {
+		n = 0;
+		for (void *prev = NULL; !bpf_map_get_next_key(fd, prev, keys + n * key_size);
+		     prev = keys + n * key_size, n++) {
+			if (n + 1 == cap) {
+				keys = realloc(keys, (cap *= 2) * key_size);
+				if (!keys)
+					die("out of memory");
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			if (bpf_map_delete_elem(fd, keys + i * key_size) && errno != ENOENT)
+				die("cannot delete a NAT map entry: %s", strerror(errno));
+		total += n;
+		if (total > 8 * XDPR_NAT_MAX_SESS)
+			die("NAT map does not empty");
+	} while (n);
+	free(keys);
+	return total;
+}
+
+/* Independent case: empty NAT tables, default settings, the masquerade rule 1 on r1. */
+static void fresh(void)
+{
+	map_clear(ct_fd, sizeof(struct xdpr_ct_key));
+	map_clear(bind_fd, sizeof(struct xdpr_bind_key));
+	map_clear(eim_fd, sizeof(struct xdpr_eim_key));
+	map_clear(hosts_fd, sizeof(__be32));
+	cfg_defaults();
+	rule_write(1, XDPR_NAT_MASQ, "0.0.0.0", 0, NULL, 0, 1024, 65535);
+	rule_clear(2);
+	iface_rules("r1", 1);
+	cur_rule = 1;
+}
+
+/* ---- frames ---- */
+
+static void put16(__u8 *p, __u16 v) { p[0] = v >> 8; p[1] = v; }
+static __u16 get16(const __u8 *p) { return p[0] << 8 | p[1]; }
+static void put32(__u8 *p, __u32 v) { put16(p, v >> 16), put16(p + 2, v); }
+
+static __u32 sum16(const void *data, size_t n, __u32 sum)
+{
+	const __u8 *p = data;
+
+	for (; n > 1; n -= 2, p += 2)
+		sum += get16(p);
+	if (n)
+		sum += p[0] << 8;
+	return sum;
+}
+
+static __u16 fold(__u32 sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum;
+}
+
+/* One IPv4 packet, described by what matters to the NAT. */
+struct pkt {
+	const char *src, *dst;
+	__u8 proto;            /* default UDP */
+	__u16 sport, dport;    /* TCP/UDP ports; ICMP: bytes 4-7 (echo id, sequence) */
+	__u8 type, code;       /* ICMP */
+	__u8 ttl;              /* default 64 */
+	__u16 frag;            /* frag_off, host order */
+	__u8 flags;            /* TCP, default PSH|ACK */
+	int plen;              /* payload bytes; 0: 16, NONE: none */
+	const __u8 *data;      /* payload; NULL: a pattern */
+	bool nocsum;           /* UDP sent without a checksum */
+	bool opts;             /* 4 bytes of IPv4 options (NOP NOP NOP EOL) */
+};
+
+static int l4_hlen(__u8 proto)
+{
+	return proto == IPPROTO_TCP ? 20 : proto == IPPROTO_UDP || proto == IPPROTO_ICMP ? 8 : 0;
+}
+
+/* Builds the packet at b with every checksum computed from scratch; returns its length. */
+static int build_ip(__u8 *b, const struct pkt *k)
+{
+	struct iphdr *iph = (struct iphdr *)b;
+	int ihl = k->opts ? 24 : 20;
+	__u8 proto = k->proto ?: IPPROTO_UDP, *l4 = b + ihl;
+	int plen = k->plen == NONE ? 0 : k->plen ?: 16, hl = l4_hlen(proto), len = hl + plen;
+	__u32 psum;
+	__u16 c;
+
+	if (ihl + len > FRAME_MAX - ETH_HLEN)
+		die("packet too big for the test");
+	memset(b, 0, ihl + hl);
+	if (k->opts)
+		b[20] = 1, b[21] = 1, b[22] = 1, b[23] = 0;
+	iph->version = 4, iph->ihl = ihl / 4, iph->tot_len = htons(ihl + len);
+	iph->id = htons(0x4242);
+	iph->frag_off = htons(k->frag), iph->ttl = k->ttl ?: 64, iph->protocol = proto;
+	iph->saddr = ip(k->src), iph->daddr = ip(k->dst);
+	for (int i = 0; i < plen; i++)
+		l4[hl + i] = k->data ? k->data[i] : i * 7 + 1;
+	psum = sum16(&iph->saddr, 8, proto + len);
+	switch (proto) {
+	case IPPROTO_UDP:
+		put16(l4, k->sport), put16(l4 + 2, k->dport), put16(l4 + 4, len);
+		c = ~fold(sum16(l4, len, psum));
+		if (!k->nocsum)
+			put16(l4 + 6, c ? c : 0xffff);
+		break;
+	case IPPROTO_TCP:
+		put16(l4, k->sport), put16(l4 + 2, k->dport), put32(l4 + 4, 1000);
+		l4[13] = k->flags ?: TCP_PSH | TCP_ACK;
+		put32(l4 + 8, l4[13] & TCP_ACK ? 5000 : 0);
+		l4[12] = 5 << 4, put16(l4 + 14, 65535);
+		put16(l4 + 16, ~fold(sum16(l4, len, psum)));
+		break;
+	case IPPROTO_ICMP:
+		l4[0] = k->type, l4[1] = k->code, put16(l4 + 4, k->sport), put16(l4 + 6, k->dport);
+		put16(l4 + 2, ~fold(sum16(l4, len, 0)));
+		break;
+	}
+	put16((__u8 *)&iph->check, ~fold(sum16(b, ihl, 0)));
+	return ihl + len;
+}
+
+struct frame {
+	__u8 b[FRAME_MAX];
+	int len;
+};
+
+static void mkframe(struct frame *f, const __u8 dst[6], const __u8 src[6], const struct pkt *k)
+{
+	memset(f, 0, sizeof(*f));
+	memcpy(f->b, dst, 6);
+	memcpy(f->b + 6, src, 6);
+	put16(f->b + 12, ETH_P_IP);
+	f->len = ETH_HLEN + build_ip(f->b + ETH_HLEN, k);
+}
+
+/* As it arrives on dev from its peer. */
+static void in_frame(struct frame *f, const char *dev, const struct pkt *k)
+{
+	struct dev *d = dev_get(dev);
+	__u8 peer[6];
+
+	mac_parse(d->peer_mac, peer);
+	mkframe(f, d->hw, peer, k);
+}
+
+/* As it must leave through dev to its destination's neighbour. */
+static void fwd_frame(struct frame *f, const char *dev, const struct pkt *k)
+{
+	__u8 nh[6];
+
+	neigh_mac(k->dst, nh);
+	mkframe(f, nh, dev_get(dev)->hw, k);
+}
+
+/* k with a new source (outbound translation); dec: as forwarded, TTL - 1. */
+static struct pkt snat(struct pkt k, const char *addr, __u16 port, bool dec)
+{
+	k.src = addr;
+	k.sport = port;
+	if (dec)
+		k.ttl = (k.ttl ?: 64) - 1;
+	return k;
+}
+
+/* k with a new destination (inbound translation); ICMP: the echo id. */
+static struct pkt dnat(struct pkt k, const char *addr, __u16 port, bool dec)
+{
+	k.dst = addr;
+	if (k.proto == IPPROTO_ICMP)
+		k.sport = port;
+	else
+		k.dport = port;
+	if (dec)
+		k.ttl = (k.ttl ?: 64) - 1;
+	return k;
+}
+
+/* An ICMP error quoting q, cut to quote bytes (0: all of it); buf keeps the quote. */
+static struct pkt icmp_err(const char *src, const char *dst, __u8 type, __u8 code,
+			   const struct pkt *q, int quote, __u8 *buf)
+{
+	int n = build_ip(buf, q);
+
+	if (quote && quote < n)
+		n = quote;
+	return (struct pkt){ .src = src, .dst = dst, .proto = IPPROTO_ICMP, .type = type,
+			     .code = code, .plen = n, .data = buf };
+}
+
+/* ---- checking ---- */
+
+static const char *verdict_name(__u32 v)
+{
+	static const char *const names[] = { "XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX",
+					     "XDP_REDIRECT" };
+
+	return v < 5 ? names[v] : "XDP_?";
+}
+
+static const char *where(const struct frame *f, int off)
+{
+	static char s[48];
+	const __u8 *iph = f->b + ETH_HLEN;
+	int l4 = ETH_HLEN + (iph[0] & 0xf) * 4;
+
+	if (off < 6)
+		return "eth dst";
+	if (off < 12)
+		return "eth src";
+	if (off < ETH_HLEN)
+		return "eth type";
+	if (off < l4) {
+		snprintf(s, sizeof(s), "ip +%d", off - ETH_HLEN);
+	} else if (iph[9] == IPPROTO_ICMP && f->b[l4] != 0 && f->b[l4] != 8 && off >= l4 + 8) {
+		/* an ICMP error: say where in the quoted packet */
+		if (off < l4 + 28)
+			snprintf(s, sizeof(s), "quoted ip +%d", off - l4 - 8);
+		else
+			snprintf(s, sizeof(s), "quoted l4 +%d", off - l4 - 28);
+	} else {
+		snprintf(s, sizeof(s), "l4 +%d", off - l4);
+	}
+	return s;
+}
+
+static bool same_bytes(const struct frame *want, const struct frame *got)
+{
+	int n = want->len < got->len ? want->len : got->len;
+	bool ok = want->len == got->len;
+
+	if (!ok)
+		note("frame length: expected %d, got %d", want->len, got->len);
+	for (int i = 0; i < n; i++)
+		if (want->b[i] != got->b[i]) {
+			int j = i & ~1;
+
+			note("first differing byte at offset %d (%s): expected 0x%02x, got 0x%02x "
+			     "(16-bit word at %d: expected 0x%04x, got 0x%04x)", i, where(want, i),
+			     want->b[i], got->b[i], j, get16(want->b + j), get16(got->b + j));
+			return false;
+		}
+	return ok;
+}
+
+/*
+ * Every checksum of the IPv4 packet at p (avail bytes present), recomputed
+ * from scratch; for an ICMP error, those of the quoted packet too (its
+ * transport checksum only when the quote holds all of it).
+ */
+static bool csums_valid(const __u8 *p, int avail, const char *what)
+{
+	const struct iphdr *iph = (const void *)p;
+	int tot, len;
+	int ihl = iph->ihl * 4;
+	const __u8 *l4 = p + ihl;
+	__u32 psum;
+	bool ok = true;
+
+	if (avail < 20 || ihl < 20 || avail < ihl) {
+		note("%s: no IPv4 header", what);
+		return false;
+	}
+	if (fold(sum16(p, ihl, 0)) != 0xffff) {
+		note("%s IPv4 header checksum 0x%04x INVALID", what, get16((const __u8 *)&iph->check));
+		ok = false;
+	}
+	tot = ntohs(iph->tot_len);
+	if (tot > avail || (ntohs(iph->frag_off) & 0x3fff))
+		return ok; /* quoted in part, or a fragment: no transport checksum to check */
+	len = tot - ihl;
+	psum = sum16(&iph->saddr, 8, iph->protocol + len);
+	switch (iph->protocol) {
+	case IPPROTO_UDP:
+		if (len < 8 || !get16(l4 + 6))
+			break; /* no checksum */
+		if (fold(sum16(l4, len, psum)) != 0xffff) {
+			note("%s UDP checksum 0x%04x INVALID", what, get16(l4 + 6));
+			ok = false;
+		}
+		break;
+	case IPPROTO_TCP:
+		if (len >= 20 && fold(sum16(l4, len, psum)) != 0xffff) {
+			note("%s TCP checksum 0x%04x INVALID", what, get16(l4 + 16));
+			ok = false;
+		}
+		break;
+	case IPPROTO_ICMP:
+		if (len < 8)
+			break;
+		if (fold(sum16(l4, len, 0)) != 0xffff) {
+			note("%s ICMP checksum 0x%04x INVALID", what, get16(l4 + 2));
+			ok = false;
+		}
+		if (l4[0] == 3 || l4[0] == 11 || l4[0] == 12)
+			ok &= csums_valid(l4 + 8, len - 8, "quoted");
+		break;
+	}
+	return ok;
+}
+
+struct evs {
+	__u64 n[XDPR_NE_MAX];
+};
+
+#define EV(...) ((struct evs){ .n = { __VA_ARGS__ } })
+#define NOEV    EV([0] = 0)
+#define XOUT    [XDPR_NE_XLATE_OUT] = 1
+#define XIN     [XDPR_NE_XLATE_IN] = 1
+#define NEW     [XDPR_NE_SESS_NEW] = 1
+#define KEPT    [XDPR_NE_PORT_PRESERVED] = 1
+
+static void read_slot(__u32 slot, struct xdpr_ctr sum[XDPR_REASON_MAX])
+{
+	struct xdpr_slot *pc = calloc(ncpus, sizeof(*pc));
+
+	if (!pc || bpf_map_lookup_elem(stats_fd, &slot, pc))
+		die("cannot read xdpr_stats slot %u: %s", slot, strerror(errno));
+	memset(sum, 0, sizeof(struct xdpr_ctr) * XDPR_REASON_MAX);
+	for (int c = 0; c < ncpus; c++)
+		for (int r = 0; r < XDPR_REASON_MAX; r++) {
+			sum[r].packets += pc[c].reason[r].packets;
+			sum[r].bytes += pc[c].reason[r].bytes;
+		}
+	free(pc);
+}
+
+/* NAT events of a rule, summed over CPUs. */
+static void read_ev(__u32 rule, struct evs *e)
+{
+	__u64 *v = calloc(ncpus, sizeof(*v));
+
+	if (!v)
+		die("out of memory");
+	for (int i = 0; i < XDPR_NE_MAX; i++) {
+		__u32 key = rule * XDPR_NE_MAX + i;
+
+		if (bpf_map_lookup_elem(nstats_fd, &key, v))
+			die("cannot read xdpr_nat_stats[%u]: %s", key, strerror(errno));
+		e->n[i] = 0;
+		for (int c = 0; c < ncpus; c++)
+			e->n[i] += v[c];
+	}
+	free(v);
+}
+
+/* What one run did. */
+struct result {
+	const struct frame *in;
+	const char *dev;
+	__u32 verdict;
+	int err;
+	struct frame out;
+	struct xdpr_ctr before[XDPR_REASON_MAX], after[XDPR_REASON_MAX];
+	struct evs ev0, ev1;
+};
+
+static void run(const char *dev, const struct frame *f, struct result *r)
+{
+	struct dev *d = dev_get(dev);
+	struct xdp_md ctx = { .data_end = f->len, .ingress_ifindex = d->ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->b, .data_size_in = f->len,
+		    .data_out = r->out.b, .data_size_out = sizeof(r->out.b), .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx), .repeat = 1);
+
+	r->in = f;
+	r->dev = dev;
+	read_slot(d->slot, r->before);
+	read_ev(cur_rule, &r->ev0);
+	r->err = bpf_prog_test_run_opts(prog_fd, &o) ? -errno : 0;
+	r->verdict = o.retval;
+	r->out.len = o.data_size_out;
+	read_slot(d->slot, r->after);
+	read_ev(cur_rule, &r->ev1);
+}
+
+/*
+ * The checks every step makes.  want == NULL: the frame must come back as
+ * it went in (handed to the kernel or dropped untranslated).
+ */
+static bool check(const char *what, const struct result *r, int reason, const struct frame *want,
+		  struct evs ev)
+{
+	bool ok = true;
+
+	cur_step = what;
+	if (r->err) {
+		note("BPF_PROG_TEST_RUN: %s", strerror(-r->err));
+		cur_step = NULL;
+		return false;
+	}
+	if (r->verdict != (__u32)xdpr_reason_verdict(reason)) {
+		note("verdict: expected %s, got %s", verdict_name(xdpr_reason_verdict(reason)),
+		     verdict_name(r->verdict));
+		ok = false;
+	}
+	for (int i = 0; i < XDPR_REASON_MAX; i++) {
+		__u64 dp = r->after[i].packets - r->before[i].packets;
+		__u64 db = r->after[i].bytes - r->before[i].bytes;
+		__u64 wp = i == reason, wb = i == reason ? (__u64)r->in->len : 0;
+
+		if (dp != wp || db != wb) {
+			note("slot %u reason %s: +%llu packets +%llu bytes, expected +%llu +%llu",
+			     dev_get(r->dev)->slot, xdpr_reason_name(i), (unsigned long long)dp,
+			     (unsigned long long)db, (unsigned long long)wp, (unsigned long long)wb);
+			ok = false;
+		}
+	}
+	for (int i = 0; i < XDPR_NE_MAX; i++) {
+		__u64 d = r->ev1.n[i] - r->ev0.n[i];
+
+		if (d != ev.n[i]) {
+			note("rule %u event %s: +%llu, expected +%llu", cur_rule, xdpr_nat_event_name(i),
+			     (unsigned long long)d, (unsigned long long)ev.n[i]);
+			ok = false;
+		}
+	}
+	ok &= same_bytes(want ?: r->in, &r->out);
+	if (r->out.len > ETH_HLEN)
+		ok &= csums_valid(r->out.b + ETH_HLEN, r->out.len - ETH_HLEN, "out");
+	cur_step = NULL;
+	return ok;
+}
+
+static bool step(const char *what, const char *dev, const struct frame *in, int reason,
+		 const struct frame *want, struct evs ev)
+{
+	struct result *r = calloc(1, sizeof(*r));
+	bool ok;
+
+	if (!r)
+		die("out of memory");
+	run(dev, in, r);
+	ok = check(what, r, reason, want, ev);
+	free(r);
+	return ok;
+}
+
+/* ---- sessions ---- */
+
+static struct xdpr_ct_key ct_key(const char *s, const char *d, __u16 sp, __u16 dp, __u8 proto,
+				 int dir)
+{
+	return (struct xdpr_ct_key){ .saddr = ip(s), .daddr = ip(d), .sport = htons(sp),
+				     .dport = htons(dp), .proto = proto, .dir = dir };
+}
+
+static bool ct_get(const struct xdpr_ct_key *k, struct xdpr_ct_val *v)
+{
+	return !bpf_map_lookup_elem(ct_fd, k, v);
+}
+
+/* Outside address/port of the session in -> rem (its outbound half); false if none. */
+static bool out_of(const char *in, const char *rem, __u16 inp, __u16 remp, __u8 proto,
+		   __be32 *addr, __u16 *port)
+{
+	struct xdpr_ct_key k = ct_key(in, rem, inp, remp, proto, XDPR_CT_OUT);
+	struct xdpr_ct_val v;
+
+	if (!ct_get(&k, &v)) {
+		note("no session %s:%u -> %s:%u proto %u (outbound half)", in, inp, rem, remp, proto);
+		return false;
+	}
+	if (addr)
+		*addr = v.xaddr;
+	*port = ntohs(v.xport);
+	return true;
+}
+
+/* A session as it must be in the tables: both halves, binding, mapping. */
+struct sess {
+	const char *in, *rem, *out;
+	__u16 inp, remp, outp;
+	__u8 proto, state, rule;
+	int nsess;            /* sessions expected on the binding; -1: do not check */
+};
+
+static bool check_sess(const char *what, const struct sess *s)
+{
+	struct xdpr_ct_key ko = ct_key(s->in, s->rem, s->inp, s->remp, s->proto, XDPR_CT_OUT);
+	struct xdpr_ct_key ki = ct_key(s->rem, s->out, s->remp, s->outp, s->proto, XDPR_CT_IN);
+	struct xdpr_bind_key bk = { .out_addr = ip(s->out), .out_port = htons(s->outp),
+				    .proto = s->proto };
+	struct xdpr_eim_key ek = { .in_addr = ip(s->in), .in_port = htons(s->inp),
+				   .proto = s->proto, .rule = s->rule };
+	struct xdpr_ct_val vo, vi;
+	struct xdpr_bind b;
+	struct xdpr_eim_val e;
+	bool ok = true;
+
+	cur_step = what;
+	if (!ct_get(&ko, &vo)) {
+		note("no outbound half {%s, %s, %u, %u, proto %u, dir 0}", s->in, s->rem, s->inp,
+		     s->remp, s->proto);
+		cur_step = NULL;
+		return false;
+	}
+	if (vo.xaddr != ip(s->out) || ntohs(vo.xport) != s->outp || vo.state != s->state ||
+	    vo.rule != s->rule || !vo.last_seen || !vo.created || !vo.bind_gen) {
+		note("outbound half: xaddr %s xport %u state 0x%x rule %u last_seen %llu created %llu "
+		     "gen %llu; expected %s %u state 0x%x rule %u, times and gen set",
+		     ipstr(vo.xaddr), ntohs(vo.xport), vo.state, vo.rule,
+		     (unsigned long long)vo.last_seen, (unsigned long long)vo.created,
+		     (unsigned long long)vo.bind_gen, s->out, s->outp, s->state, s->rule);
+		ok = false;
+	}
+	if (!ct_get(&ki, &vi)) {
+		note("no inbound half {%s, %s, %u, %u, proto %u, dir 1}", s->rem, s->out, s->remp,
+		     s->outp, s->proto);
+		ok = false;
+	} else if (vi.xaddr != ip(s->in) || ntohs(vi.xport) != s->inp || vi.state != s->state ||
+		   vi.rule != s->rule || vi.bind_gen != vo.bind_gen || !vi.created) {
+		note("inbound half: xaddr %s xport %u state 0x%x rule %u gen %llu; expected %s %u "
+		     "state 0x%x rule %u gen %llu", ipstr(vi.xaddr), ntohs(vi.xport), vi.state, vi.rule,
+		     (unsigned long long)vi.bind_gen, s->in, s->inp, s->state, s->rule,
+		     (unsigned long long)vo.bind_gen);
+		ok = false;
+	}
+	if (bpf_map_lookup_elem(bind_fd, &bk, &b)) {
+		note("no binding %s:%u proto %u", s->out, s->outp, s->proto);
+		ok = false;
+	} else if (b.in_addr != ip(s->in) || ntohs(b.in_port) != s->inp || b.rule != s->rule ||
+		   b.gen != vo.bind_gen || (s->nsess >= 0 && b.nsess != (__u32)s->nsess)) {
+		note("binding %s:%u: %s:%u rule %u gen %llu nsess %u; expected %s:%u rule %u gen %llu "
+		     "nsess %d", s->out, s->outp, ipstr(b.in_addr), ntohs(b.in_port), b.rule,
+		     (unsigned long long)b.gen, b.nsess, s->in, s->inp, s->rule,
+		     (unsigned long long)vo.bind_gen, s->nsess);
+		ok = false;
+	}
+	if (bpf_map_lookup_elem(eim_fd, &ek, &e)) {
+		note("no mapping for %s:%u proto %u rule %u", s->in, s->inp, s->proto, s->rule);
+		ok = false;
+	} else if (e.out_addr != ip(s->out) || ntohs(e.out_port) != s->outp || e.gen != vo.bind_gen) {
+		note("mapping %s:%u -> %s:%u gen %llu; expected %s:%u gen %llu", s->in, s->inp,
+		     ipstr(e.out_addr), ntohs(e.out_port), (unsigned long long)e.gen, s->out, s->outp,
+		     (unsigned long long)vo.bind_gen);
+		ok = false;
+	}
+	cur_step = NULL;
+	return ok;
+}
+
+static bool no_sess(const char *what, const char *in, const char *rem, __u16 inp, __u16 remp,
+		    __u8 proto)
+{
+	struct xdpr_ct_key k = ct_key(in, rem, inp, remp, proto, XDPR_CT_OUT);
+	struct xdpr_ct_val v;
+
+	if (!ct_get(&k, &v))
+		return true;
+	cur_step = what;
+	note("a session %s:%u -> %s:%u was created: outside %s:%u", in, inp, rem, remp,
+	     ipstr(v.xaddr), ntohs(v.xport));
+	cur_step = NULL;
+	return false;
+}
+
+static int map_count(int fd)
+{
+	__u8 key[64], next[64];
+	int n = 0;
+
+	for (void *k = NULL; !bpf_map_get_next_key(fd, k, next); k = key, n++)
+		memcpy(key, next, sizeof(next));
+	return n;
+}
+
+static __u32 host_nsess(const char *in)
+{
+	__be32 a = ip(in);
+	struct xdpr_host h = {};
+
+	bpf_map_lookup_elem(hosts_fd, &a, &h);
+	return h.nsess;
+}
+
+static int gc(__u32 op, struct xdpr_gc_cmd *res)
+{
+	struct xdpr_gc_cmd cmd[2] = { { .op = op } }, out[2] = {};
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = cmd, .data_size_in = sizeof(cmd),
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+
+	if (bpf_prog_test_run_opts(gc_fd, &o))
+		return -errno;
+	if (o.retval != XDP_PASS)
+		return -EPROTO;
+	*res = out[0];
+	return 0;
+}
+
+/* A rule's events, and a way to check them outside a step (gc). */
+static bool ev_delta(const char *what, const struct evs *a, const struct evs *b, struct evs want)
+{
+	bool ok = true;
+
+	cur_step = what;
+	for (int i = 0; i < XDPR_NE_MAX; i++)
+		if (b->n[i] - a->n[i] != want.n[i]) {
+			note("rule %u event %s: +%llu, expected +%llu", cur_rule, xdpr_nat_event_name(i),
+			     (unsigned long long)(b->n[i] - a->n[i]), (unsigned long long)want.n[i]);
+			ok = false;
+		}
+	cur_step = NULL;
+	return ok;
+}
+
+static bool expect(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[512];
+
+	if (cond)
+		return true;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	note("%s", buf);
+	return false;
+}
+
+/* ---- cases ---- */
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+
+/* Outbound UDP that stays set up for the next case (the reply). */
+static bool t_udp_out(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct pkt x = snat(k, OUTA, 5000, true);
+	struct frame f, w;
+	bool ok;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	fwd_frame(&w, "r1", &x);
+	ok = step("udp 10.0.1.2:5000 -> 10.0.2.2:53", "r0", &f, XDPR_FWD, &w,
+		  EV(XOUT, NEW, KEPT));
+	ok &= check_sess("session", &(struct sess){ IN2, REM, OUTA, 5000, 53, 5000, IPPROTO_UDP,
+						    XDPR_CT_SEEN_OUT, 1, 1 });
+	ok &= expect(host_nsess(IN2) == 1, "xdpr_nat_hosts[10.0.1.2].nsess %u, expected 1",
+		     host_nsess(IN2));
+	return ok;
+}
+
+static bool t_udp_reply(void)
+{
+	struct pkt k = { .src = REM, .dst = OUTA, .sport = 53, .dport = 5000 };
+	struct pkt x = dnat(k, IN2, 5000, true);
+	struct frame f, w;
+	bool ok;
+
+	in_frame(&f, "r1", &k);
+	fwd_frame(&w, "r0", &x);
+	ok = step("udp reply 10.0.2.2:53 -> 10.0.2.1:5000", "r1", &f, XDPR_FWD, &w, EV(XIN));
+	ok &= check_sess("session", &(struct sess){ IN2, REM, OUTA, 5000, 53, 5000, IPPROTO_UDP,
+						    XDPR_CT_SEEN_OUT | XDPR_CT_SEEN_IN, 1, 1 });
+	return ok;
+}
+
+static bool t_udp_nocsum(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5001, .dport = 53, .nocsum = true };
+	struct pkt x = snat(k, OUTA, 5001, true);
+	struct pkt r = { .src = REM, .dst = OUTA, .sport = 53, .dport = 5001, .nocsum = true };
+	struct frame f, w;
+	bool ok;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	fwd_frame(&w, "r1", &x);
+	ok = step("out, checksum 0", "r0", &f, XDPR_FWD, &w, EV(XOUT, NEW, KEPT));
+	in_frame(&f, "r1", &r);
+	x = dnat(r, IN2, 5001, true);
+	fwd_frame(&w, "r0", &x);
+	ok &= step("reply, checksum 0", "r1", &f, XDPR_FWD, &w, EV(XIN));
+	return ok;
+}
+
+/* The payload word that makes the translated datagram's checksum compute to 0. */
+static bool t_udp_csum_ffff(void)
+{
+	__u8 pay[2];
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5002, .dport = 53, .plen = 2,
+			 .data = pay };
+	struct pkt x = snat(k, OUTA, 5002, true);
+	struct frame f, w;
+	__u8 b[64];
+	int v, n;
+
+	for (v = 0; v < 0x10000; v++) {
+		__u32 psum;
+
+		put16(pay, v);
+		n = build_ip(b, &x);
+		psum = sum16(b + 12, 8, IPPROTO_UDP + n - 20);
+		put16(b + 20 + 6, 0);
+		if (fold(sum16(b + 20, n - 20, psum)) == 0xffff)
+			break; /* the checksum computes to 0x0000 */
+	}
+	if (v == 0x10000)
+		die("no payload makes the UDP checksum 0");
+	fresh();
+	in_frame(&f, "r0", &k);
+	fwd_frame(&w, "r1", &x);
+	if (get16(w.b + ETH_HLEN + 26) != 0xffff)
+		die("test bug: checksum 0x%04x, not 0xffff", get16(w.b + ETH_HLEN + 26));
+	note("payload 0x%04x; checksum in 0x%04x, out must be 0xffff", v,
+	     get16(f.b + ETH_HLEN + 26));
+	return step("out, checksum computes to 0", "r0", &f, XDPR_FWD, &w, EV(XOUT, NEW, KEPT));
+}
+
+static bool tcp_step(const char *what, bool out, __u8 flags, int plen, struct evs ev)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_TCP, .sport = 40001, .dport = 80,
+			 .flags = flags, .plen = plen };
+	struct pkt r = { .src = REM, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 80, .dport = 40001,
+			 .flags = flags, .plen = plen };
+	struct pkt x;
+	struct frame f, w;
+
+	if (out) {
+		x = snat(k, OUTA, 40001, true);
+		in_frame(&f, "r0", &k);
+		fwd_frame(&w, "r1", &x);
+	} else {
+		x = dnat(r, IN2, 40001, true);
+		in_frame(&f, "r1", &r);
+		fwd_frame(&w, "r0", &x);
+	}
+	return step(what, out ? "r0" : "r1", &f, XDPR_FWD, &w, ev);
+}
+
+static bool tcp_state(const char *what, __u8 state)
+{
+	return check_sess(what, &(struct sess){ IN2, REM, OUTA, 40001, 80, 40001, IPPROTO_TCP,
+						state, 1, 1 });
+}
+
+static bool t_tcp(void)
+{
+	bool ok;
+
+	fresh();
+	ok = tcp_step("SYN out", true, TCP_SYN, NONE, EV(XOUT, NEW, KEPT));
+	ok &= tcp_state("after SYN", XDPR_CT_SEEN_OUT);
+	ok &= tcp_step("SYN-ACK in", false, TCP_SYN | TCP_ACK, NONE, EV(XIN));
+	ok &= tcp_state("after SYN-ACK", XDPR_CT_SEEN_OUT | XDPR_CT_SEEN_IN);
+	ok &= tcp_step("data out", true, TCP_PSH | TCP_ACK, 100, EV(XOUT));
+	ok &= tcp_step("data in", false, TCP_PSH | TCP_ACK, 333, EV(XIN));
+	ok &= tcp_state("established", XDPR_CT_SEEN_OUT | XDPR_CT_SEEN_IN);
+	return ok;
+}
+
+static bool t_tcp_fin(void)
+{
+	__u8 est = XDPR_CT_SEEN_OUT | XDPR_CT_SEEN_IN;
+	bool ok;
+
+	ok = tcp_step("FIN out", true, TCP_FIN | TCP_ACK, NONE, EV(XOUT));
+	ok &= tcp_state("after FIN out", est | XDPR_CT_FIN_OUT);
+	ok &= tcp_step("FIN in", false, TCP_FIN | TCP_ACK, NONE, EV(XIN));
+	ok &= tcp_state("after FIN in", est | XDPR_CT_FIN_OUT | XDPR_CT_FIN_IN);
+	ok &= tcp_step("last ACK out", true, TCP_ACK, NONE, EV(XOUT));
+	return ok;
+}
+
+static struct pkt echo(const char *src, const char *dst, __u8 type, __u16 id)
+{
+	return (struct pkt){ .src = src, .dst = dst, .proto = IPPROTO_ICMP, .type = type,
+			     .sport = id, .dport = 7, .plen = 56 };
+}
+
+static bool echo_out(const char *what, const char *in, __u16 id, __u16 outid, struct evs ev)
+{
+	struct pkt k = echo(in, REM, 8, id), x = snat(k, OUTA, outid, true);
+	struct frame f, w;
+
+	in_frame(&f, "r0", &k);
+	fwd_frame(&w, "r1", &x);
+	return step(what, "r0", &f, XDPR_FWD, &w, ev);
+}
+
+static bool echo_reply(const char *what, __u16 outid, const char *in, __u16 id)
+{
+	struct pkt k = echo(REM, OUTA, 0, outid), x = dnat(k, in, id, true);
+	struct frame f, w;
+
+	in_frame(&f, "r1", &k);
+	fwd_frame(&w, "r0", &x);
+	return step(what, "r1", &f, XDPR_FWD, &w, EV(XIN));
+}
+
+static bool t_icmp_echo(void)
+{
+	bool ok;
+
+	fresh();
+	ok = echo_out("echo request out, id 0x1234", IN2, 0x1234, 0x1234, EV(XOUT, NEW, KEPT));
+	ok &= check_sess("session", &(struct sess){ IN2, REM, OUTA, 0x1234, 0, 0x1234, IPPROTO_ICMP,
+						    XDPR_CT_SEEN_OUT, 1, 1 });
+	ok &= echo_reply("echo reply in", 0x1234, IN2, 0x1234);
+	return ok;
+}
+
+static bool t_icmp_two_hosts(void)
+{
+	__u16 id3 = 0;
+	bool ok;
+
+	/* continues t_icmp_echo: 10.0.1.2 holds id 0x1234 outside */
+	{
+		struct pkt k = echo(IN3, REM, 8, 0x1234);
+		struct frame f, w;
+		struct result *r = calloc(1, sizeof(*r));
+		struct pkt x;
+
+		if (!r)
+			die("out of memory");
+		in_frame(&f, "r0", &k);
+		run("r0", &f, r);
+		ok = out_of(IN3, REM, 0x1234, 0, IPPROTO_ICMP, NULL, &id3);
+		ok &= expect(id3 != 0x1234 && id3 >= 1024, "10.0.1.3's outside id 0x%04x: must differ "
+			     "from 0x1234 and be in 1024-65535", id3);
+		x = snat(k, OUTA, id3, true);
+		fwd_frame(&w, "r1", &x);
+		ok &= check("echo request out from 10.0.1.3, same id", r, XDPR_FWD, &w,
+			    EV(XOUT, NEW));
+		free(r);
+	}
+	note("10.0.1.3 id 0x1234 -> outside id 0x%04x", id3);
+	ok &= echo_reply("reply to 10.0.1.3's id", id3, IN3, 0x1234);
+	ok &= echo_reply("reply to 10.0.1.2's id", 0x1234, IN2, 0x1234);
+	return ok;
+}
+
+/* Two remotes, one inside endpoint: one outside port (RFC 4787 REQ-1). */
+static bool eim(__u16 inp, bool kept)
+{
+	struct pkt k1 = { .src = IN2, .dst = REM, .sport = inp, .dport = 1000 };
+	struct pkt k2 = { .src = IN2, .dst = REM3, .sport = inp, .dport = 1000 };
+	struct result *r = calloc(1, sizeof(*r));
+	struct frame f, w;
+	struct pkt x;
+	__u16 p1 = 0, p2 = 0;
+	bool ok;
+
+	if (!r)
+		die("out of memory");
+	fresh();
+	in_frame(&f, "r0", &k1);
+	run("r0", &f, r);
+	ok = out_of(IN2, REM, inp, 1000, IPPROTO_UDP, NULL, &p1);
+	x = snat(k1, OUTA, p1, true);
+	fwd_frame(&w, "r1", &x);
+	ok &= check("to 10.0.2.2:1000", r, XDPR_FWD, &w,
+		    kept ? EV(XOUT, NEW, KEPT) : EV(XOUT, NEW));
+	ok &= expect(!kept || p1 == inp, "outside port %u, expected %u (preserved)", p1, inp);
+
+	in_frame(&f, "r0", &k2);
+	run("r0", &f, r);
+	ok &= out_of(IN2, REM3, inp, 1000, IPPROTO_UDP, NULL, &p2);
+	ok &= expect(p1 == p2, "outside port to 10.0.2.3 %u, to 10.0.2.2 %u: must be the same",
+		     p2, p1);
+	x = snat(k2, OUTA, p1, true);
+	fwd_frame(&w, "r1", &x);
+	ok &= check("to 10.0.2.3:1000", r, XDPR_FWD, &w, EV(XOUT, NEW));
+	ok &= check_sess("second session", &(struct sess){ IN2, REM3, OUTA, inp, 1000, p1,
+							   IPPROTO_UDP, XDPR_CT_SEEN_OUT, 1, 2 });
+	free(r);
+	note("inside port %u -> outside port %u for both remotes", inp, p1);
+	return ok;
+}
+
+static bool t_eim(void) { return eim(6000, true); }
+static bool t_eim_unpreserved(void) { return eim(600, false); }
+
+static bool t_port_taken(void)
+{
+	struct pkt k1 = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct pkt k2 = { .src = IN3, .dst = REM, .sport = 5000, .dport = 53 };
+	struct result *r = calloc(1, sizeof(*r));
+	struct frame f, w;
+	struct pkt x;
+	__u16 p = 0;
+	bool ok;
+
+	if (!r)
+		die("out of memory");
+	fresh();
+	in_frame(&f, "r0", &k1);
+	x = snat(k1, OUTA, 5000, true);
+	fwd_frame(&w, "r1", &x);
+	ok = step("10.0.1.2:5000 binds 10.0.2.1:5000", "r0", &f, XDPR_FWD, &w,
+		  EV(XOUT, NEW, KEPT));
+	in_frame(&f, "r0", &k2);
+	run("r0", &f, r);
+	ok &= out_of(IN3, REM, 5000, 53, IPPROTO_UDP, NULL, &p);
+	ok &= expect(p != 5000 && p >= 1024, "10.0.1.3:5000 got outside port %u: must not be 5000",
+		     p);
+	x = snat(k2, OUTA, p, true);
+	fwd_frame(&w, "r1", &x);
+	ok &= check("10.0.1.3:5000 to the same remote", r, XDPR_FWD, &w, EV(XOUT, NEW));
+	ok &= check_sess("its session", &(struct sess){ IN3, REM, OUTA, 5000, 53, p, IPPROTO_UDP,
+							XDPR_CT_SEEN_OUT, 1, 1 });
+	note("10.0.1.3:5000 -> outside port %u", p);
+	/* the reply to each goes to its own host */
+	{
+		struct pkt r1 = { .src = REM, .dst = OUTA, .sport = 53, .dport = p };
+
+		in_frame(&f, "r1", &r1);
+		x = dnat(r1, IN3, 5000, true);
+		fwd_frame(&w, "r0", &x);
+		ok &= step("reply to 10.0.1.3's port", "r1", &f, XDPR_FWD, &w, EV(XIN));
+	}
+	free(r);
+	return ok;
+}
+
+static bool t_filter_apdf(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct pkt s = { .src = REM3, .dst = OUTA, .sport = 1234, .dport = 5000 };
+	struct pkt s2 = { .src = REM, .dst = OUTA, .sport = 54, .dport = 5000 };
+	struct pkt x = snat(k, OUTA, 5000, true);
+	struct frame f, w;
+	bool ok;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	fwd_frame(&w, "r1", &x);
+	ok = step("mapping 10.0.1.2:5000 -> 10.0.2.2:53", "r0", &f, XDPR_FWD, &w,
+		  EV(XOUT, NEW, KEPT));
+	in_frame(&f, "r1", &s);
+	ok &= step("from 10.0.2.3:1234 (never addressed)", "r1", &f, XDPR_PASS_NAT_FILTERED, NULL,
+		   EV([XDPR_NE_FILTERED] = 1));
+	in_frame(&f, "r1", &s2);
+	ok &= step("from 10.0.2.2:54 (address addressed, port not)", "r1", &f,
+		   XDPR_PASS_NAT_FILTERED, NULL, EV([XDPR_NE_FILTERED] = 1));
+	ok &= no_sess("no session", IN2, REM3, 5000, 1234, IPPROTO_UDP);
+	return ok;
+}
+
+static bool t_filter_eif(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct pkt s = { .src = REM3, .dst = OUTA, .sport = 1234, .dport = 5000 };
+	struct pkt x = snat(k, OUTA, 5000, true);
+	struct frame f, w;
+	bool ok;
+
+	fresh();
+	rule_write(1, XDPR_NAT_MASQ | XDPR_NAT_EIF, "0.0.0.0", 0, NULL, 0, 1024, 65535);
+	in_frame(&f, "r0", &k);
+	fwd_frame(&w, "r1", &x);
+	ok = step("mapping 10.0.1.2:5000 -> 10.0.2.2:53", "r0", &f, XDPR_FWD, &w,
+		  EV(XOUT, NEW, KEPT));
+	in_frame(&f, "r1", &s);
+	x = dnat(s, IN2, 5000, true);
+	fwd_frame(&w, "r0", &x);
+	ok &= step("from 10.0.2.3:1234 with EIF", "r1", &f, XDPR_FWD, &w, EV(XIN, NEW));
+	ok &= check_sess("session opened from outside", &(struct sess){ IN2, REM3, OUTA, 5000, 1234,
+		5000, IPPROTO_UDP, XDPR_CT_SEEN_IN, 1, 2 });
+	/* and the inside host's answer uses it */
+	{
+		struct pkt a = { .src = IN2, .dst = REM3, .sport = 5000, .dport = 1234 };
+
+		in_frame(&f, "r0", &a);
+		x = snat(a, OUTA, 5000, true);
+		fwd_frame(&w, "r1", &x);
+		ok &= step("answer to 10.0.2.3:1234", "r0", &f, XDPR_FWD, &w, EV(XOUT));
+	}
+	return ok;
+}
+
+/*
+ * An outbound flow of inside port inp, then an ICMP error about it from
+ * outside (the quoted packet as it left: translated), cut to quote bytes.
+ */
+static bool icmp_err_in(const char *what, const struct pkt *orig, const char *from, __u8 type,
+			__u8 code, int quote, struct evs first)
+{
+	struct result *r = calloc(1, sizeof(*r));
+	__u8 qb[FRAME_MAX], wb[FRAME_MAX];
+	struct pkt q, e, x;
+	struct frame f, w;
+	__u16 outp = 0;
+	bool ok;
+	__u16 rem_port = orig->proto == IPPROTO_ICMP ? 0 : orig->dport;
+
+	if (!r)
+		die("out of memory");
+	fresh();
+	in_frame(&f, "r0", orig);
+	run("r0", &f, r);
+	ok = out_of(orig->src, orig->dst, orig->sport, rem_port, orig->proto ?: IPPROTO_UDP, NULL,
+		    &outp);
+	x = snat(*orig, OUTA, outp, true);
+	fwd_frame(&w, "r1", &x);
+	ok &= check("the flow out", r, XDPR_FWD, &w, first);
+	note("inside port/id %u -> outside %u", orig->sport, outp);
+
+	/* what the remote side saw, quoted back; ttl as it expired or arrived */
+	q = x;
+	if (type == 11)
+		q.ttl = 1;
+	e = icmp_err(from, OUTA, type, code, &q, quote, qb);
+	in_frame(&f, "r1", &e);
+	/* expected: outer to the inside host, the quote as the inside host sent it */
+	q = snat(q, orig->src, orig->sport, false);
+	x = icmp_err(from, orig->src, type, code, &q, quote, wb);
+	x.ttl = 63;
+	fwd_frame(&w, "r0", &x);
+	ok &= step(what, "r1", &f, XDPR_FWD, &w, EV([XDPR_NE_ICMP_ERR_IN] = 1));
+	free(r);
+	return ok;
+}
+
+static bool t_icmp_err_in_udp(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+
+	return icmp_err_in("port unreachable quoting the whole datagram", &k, REM, 3, 3, 0,
+			   EV(XOUT, NEW, KEPT));
+}
+
+static bool t_icmp_err_in_udp_port(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 700, .dport = 53 };
+
+	return icmp_err_in("port unreachable, outside port != inside port", &k, REM, 3, 3, 0,
+			   EV(XOUT, NEW));
+}
+
+static bool t_icmp_err_in_tcp(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_TCP, .sport = 800, .dport = 80,
+			 .flags = TCP_SYN, .plen = NONE };
+
+	return icmp_err_in("time exceeded from 10.0.2.9 quoting a whole TCP SYN", &k, HOP, 11, 0, 0,
+			   EV(XOUT, NEW));
+}
+
+static bool t_icmp_err_in_tcp_part(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_TCP, .sport = 800, .dport = 80,
+			 .plen = 200 };
+
+	/* IP + the 20-byte TCP header + 8 of 200 payload bytes: checksum covers more than is quoted */
+	return icmp_err_in("time exceeded quoting IP + 28 bytes of a TCP segment", &k, HOP, 11, 0,
+			   48, EV(XOUT, NEW));
+}
+
+static bool t_icmp_err_in_tcp_8(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_TCP, .sport = 800, .dport = 80,
+			 .plen = 200 };
+
+	/* RFC 792 minimum: IP + 8 bytes (ports and sequence number, no checksum field) */
+	return icmp_err_in("host unreachable quoting IP + 8 bytes of TCP", &k, HOP, 3, 1, 28,
+			   EV(XOUT, NEW));
+}
+
+static bool t_icmp_err_in_echo(void)
+{
+	struct pkt k = echo(IN2, REM, 8, 0x77);
+
+	return icmp_err_in("host unreachable quoting an echo request", &k, HOP, 3, 1, 0,
+			   EV(XOUT, NEW));
+}
+
+/* An inbound flow's packet, answered with an ICMP error by the inside host. */
+static bool icmp_err_out(const char *what, __u16 inp)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = inp, .dport = 53 };
+	struct result *r = calloc(1, sizeof(*r));
+	__u8 qb[FRAME_MAX], wb[FRAME_MAX];
+	struct pkt q, e, x;
+	struct frame f, w;
+	__u16 outp = 0;
+	bool ok;
+
+	if (!r)
+		die("out of memory");
+	fresh();
+	in_frame(&f, "r0", &k);
+	run("r0", &f, r);
+	ok = out_of(IN2, REM, inp, 53, IPPROTO_UDP, NULL, &outp);
+	x = snat(k, OUTA, outp, true);
+	fwd_frame(&w, "r1", &x);
+	ok &= check("the flow out", r, XDPR_FWD, &w,
+		    inp == outp ? EV(XOUT, NEW, KEPT) : EV(XOUT, NEW));
+	/* the reply as delivered inside: 10.0.2.2:53 -> 10.0.1.2:inp */
+	q = (struct pkt){ .src = REM, .dst = IN2, .sport = 53, .dport = inp, .ttl = 63 };
+	e = icmp_err(IN2, REM, 3, 3, &q, 0, qb);
+	in_frame(&f, "r0", &e);
+	/* leaving: from the outside address, about 10.0.2.2:53 -> 10.0.2.1:outp */
+	q.dst = OUTA, q.dport = outp;
+	x = icmp_err(OUTA, REM, 3, 3, &q, 0, wb);
+	x.ttl = 63;
+	fwd_frame(&w, "r1", &x);
+	ok &= step(what, "r0", &f, XDPR_FWD, &w, EV([XDPR_NE_ICMP_ERR_OUT] = 1));
+	free(r);
+	note("inside port %u, outside port %u", inp, outp);
+	return ok;
+}
+
+static bool t_icmp_err_out(void) { return icmp_err_out("port unreachable out", 5000); }
+static bool t_icmp_err_out_port(void)
+{
+	return icmp_err_out("port unreachable out, outside port != inside port", 700);
+}
+
+static bool t_icmp_err_out_nosess(void)
+{
+	struct pkt q = { .src = REM, .dst = IN2, .sport = 53, .dport = 5999, .ttl = 63 };
+	__u8 qb[FRAME_MAX];
+	struct pkt e = icmp_err(IN2, REM, 3, 3, &q, 0, qb);
+	struct frame f;
+
+	fresh();
+	in_frame(&f, "r0", &e);
+	return step("port unreachable about no session", "r0", &f, XDPR_DROP_NAT_UNTRANSLATABLE,
+		    NULL, EV([XDPR_NE_UNTRANSLATABLE] = 1));
+}
+
+static bool t_leak_mf(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5003, .dport = 53, .frag = 0x2000 };
+	struct frame f;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	return step("first fragment (MF) out", "r0", &f, XDPR_DROP_NAT_UNTRANSLATABLE, NULL,
+		    EV([XDPR_NE_UNTRANSLATABLE] = 1)) &
+	       no_sess("no session", IN2, REM, 5003, 53, IPPROTO_UDP);
+}
+
+static bool t_leak_fragoff(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5003, .dport = 53, .frag = 185 };
+	struct frame f;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	return step("later fragment (offset 1480) out", "r0", &f, XDPR_DROP_NAT_UNTRANSLATABLE,
+		    NULL, EV([XDPR_NE_UNTRANSLATABLE] = 1));
+}
+
+static bool t_leak_gre(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .proto = 47, .plen = 24 };
+	struct frame f;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	return step("GRE out", "r0", &f, XDPR_DROP_NAT_UNTRANSLATABLE, NULL,
+		    EV([XDPR_NE_UNTRANSLATABLE] = 1));
+}
+
+static bool t_leak_ttl(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5004, .dport = 53, .ttl = 1 };
+	struct frame f;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	return step("TTL 1 out", "r0", &f, XDPR_PASS_TTL, NULL, NOEV) &
+	       no_sess("no session", IN2, REM, 5004, 53, IPPROTO_UDP);
+}
+
+static bool t_leak_df(void)
+{
+	struct pkt k = { .src = IN2, .dst = "10.9.4.1", .sport = 5005, .dport = 53,
+			 .frag = 0x4000, .plen = 1372 };
+	struct frame f;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	return step("1400 bytes DF via 'mtu lock 1280'", "r0", &f, XDPR_PASS_FIB_FRAG_NEEDED, NULL,
+		    NOEV) &
+	       no_sess("no session", IN2, "10.9.4.1", 5005, 53, IPPROTO_UDP);
+}
+
+static bool t_leak_nodf(void)
+{
+	struct pkt k = { .src = IN2, .dst = "10.9.4.1", .sport = 5006, .dport = 53, .plen = 1372 };
+	struct pkt x = snat(k, OUTA, 5006, false);
+	struct frame f, w;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	in_frame(&w, "r0", &x); /* the kernel fragments it: translated, L2 and TTL as they came */
+	return step("1400 bytes without DF via 'mtu lock 1280'", "r0", &f,
+		    XDPR_PASS_FIB_FRAG_NEEDED, &w, EV(XOUT, NEW, KEPT));
+}
+
+static bool t_leak_noneigh(void)
+{
+	struct pkt k = { .src = IN2, .dst = "10.0.2.4", .sport = 5007, .dport = 53 };
+	struct pkt x = snat(k, OUTA, 5007, false);
+	struct frame f, w;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	in_frame(&w, "r0", &x);
+	return step("to 10.0.2.4 (no neighbour)", "r0", &f, XDPR_PASS_FIB_NO_NEIGH, &w,
+		    EV(XOUT, NEW, KEPT));
+}
+
+static bool t_exhaustion(void)
+{
+	struct result *r = calloc(1, sizeof(*r));
+	bool ok = true, seen[4] = {};
+	char what[64];
+
+	if (!r)
+		die("out of memory");
+	fresh();
+	rule_write(1, XDPR_NAT_MASQ, "0.0.0.0", 0, NULL, 0, 20000, 20003);
+	for (int i = 0; i < 6; i++) {
+		struct pkt k = { .src = IN2, .dst = REM, .sport = 30001 + i, .dport = 53 };
+		struct frame f, w;
+		struct pkt x;
+		__u16 p = 0;
+
+		snprintf(what, sizeof(what), "flow %d (inside port %u)", i + 1, k.sport);
+		in_frame(&f, "r0", &k);
+		run("r0", &f, r);
+		if (i < 4) {
+			cur_step = what;
+			if (out_of(IN2, REM, k.sport, 53, IPPROTO_UDP, NULL, &p)) {
+				ok &= expect(p >= 20000 && p <= 20003 && !seen[p - 20000],
+					     "outside port %u: not in 20000-20003 or given twice", p);
+				if (p >= 20000 && p <= 20003)
+					seen[p - 20000] = true;
+			} else {
+				ok = false;
+			}
+			cur_step = NULL;
+			x = snat(k, OUTA, p, true);
+			fwd_frame(&w, "r1", &x);
+			ok &= check(what, r, XDPR_FWD, &w, EV(XOUT, NEW));
+		} else {
+			ok &= check(what, r, XDPR_DROP_NAT_NO_PORT, NULL, EV([XDPR_NE_NO_PORT] = 1));
+			ok &= no_sess(what, IN2, REM, k.sport, 53, IPPROTO_UDP);
+		}
+	}
+	ok &= expect(host_nsess(IN2) == 4, "xdpr_nat_hosts[10.0.1.2].nsess %u, expected 4",
+		     host_nsess(IN2));
+	ok &= expect(map_count(bind_fd) == 4, "%d bindings, expected 4", map_count(bind_fd));
+	free(r);
+	return ok;
+}
+
+static bool t_host_limit(void)
+{
+	struct frame f, w;
+	struct pkt x;
+	bool ok = true;
+
+	fresh();
+	cfg_write(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, 2);
+	for (int i = 0; i < 2; i++) {
+		struct pkt k = { .src = IN2, .dst = REM, .sport = 5101 + i, .dport = 53 };
+
+		in_frame(&f, "r0", &k);
+		x = snat(k, OUTA, k.sport, true);
+		fwd_frame(&w, "r1", &x);
+		ok &= step(i ? "second flow" : "first flow", "r0", &f, XDPR_FWD, &w,
+			   EV(XOUT, NEW, KEPT));
+	}
+	{
+		struct pkt k = { .src = IN2, .dst = REM, .sport = 5103, .dport = 53 };
+
+		in_frame(&f, "r0", &k);
+		ok &= step("third flow", "r0", &f, XDPR_DROP_NAT_HOST_LIMIT, NULL,
+			   EV([XDPR_NE_HOST_LIMIT] = 1));
+		ok &= no_sess("third flow", IN2, REM, 5103, 53, IPPROTO_UDP);
+	}
+	{
+		struct pkt k = { .src = IN2, .dst = REM, .sport = 5101, .dport = 53 };
+
+		in_frame(&f, "r0", &k);
+		x = snat(k, OUTA, k.sport, true);
+		fwd_frame(&w, "r1", &x);
+		ok &= step("first flow again (existing session)", "r0", &f, XDPR_FWD, &w, EV(XOUT));
+	}
+	{
+		struct pkt k = { .src = IN3, .dst = REM, .sport = 5103, .dport = 53 };
+
+		in_frame(&f, "r0", &k);
+		x = snat(k, OUTA, k.sport, true);
+		fwd_frame(&w, "r1", &x);
+		ok &= step("another host", "r0", &f, XDPR_FWD, &w, EV(XOUT, NEW, KEPT));
+	}
+	ok &= expect(host_nsess(IN2) == 2, "xdpr_nat_hosts[10.0.1.2].nsess %u, expected 2",
+		     host_nsess(IN2));
+	cfg_defaults();
+	return ok;
+}
+
+static bool t_expiry(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5200, .dport = 53 };
+	struct xdpr_ct_key ko = ct_key(IN2, REM, 5200, 53, IPPROTO_UDP, XDPR_CT_OUT);
+	struct xdpr_ct_key ki = ct_key(REM, OUTA, 53, 5200, IPPROTO_UDP, XDPR_CT_IN);
+	struct xdpr_bind_key bk = { .out_addr = ip(OUTA), .out_port = htons(5200),
+				    .proto = IPPROTO_UDP };
+	struct xdpr_eim_key ek = { .in_addr = ip(IN2), .in_port = htons(5200),
+				   .proto = IPPROTO_UDP, .rule = 1 };
+	struct pkt x = snat(k, OUTA, 5200, true);
+	struct xdpr_gc_cmd res = {};
+	struct xdpr_ct_val v;
+	struct xdpr_bind b;
+	struct xdpr_eim_val e;
+	struct evs e0, e1;
+	struct frame f, w;
+	int err;
+	bool ok;
+
+	fresh();
+	cfg_write(1, XDPR_DEF_HOLDDOWN, XDPR_DEF_HOST_LIMIT);
+	in_frame(&f, "r0", &k);
+	fwd_frame(&w, "r1", &x);
+	ok = step("udp session, timeout 1 s", "r0", &f, XDPR_FWD, &w, EV(XOUT, NEW, KEPT));
+	sleep_ms(2200);
+	read_ev(1, &e0);
+	err = gc(XDPR_GC_EXPIRED, &res);
+	read_ev(1, &e1);
+	if (err) {
+		note("xdpr_nat_gc: %s", strerror(-err));
+		return false;
+	}
+	note("gc: deleted %u seen %u binds_freed %u", res.deleted, res.seen, res.binds_freed);
+	ok &= expect(res.deleted >= 1 && res.seen >= 1, "gc deleted %u of %u seen, expected >= 1",
+		     res.deleted, res.seen);
+	ok &= expect(res.binds_freed == 0, "gc freed %u bindings inside the hold-down",
+		     res.binds_freed);
+	ok &= ev_delta("gc", &e0, &e1, EV([XDPR_NE_SESS_EXPIRED] = 1));
+	ok &= expect(!ct_get(&ko, &v), "outbound half still there after gc");
+	ok &= expect(!ct_get(&ki, &v), "inbound half still there after gc");
+	ok &= expect(!bpf_map_lookup_elem(bind_fd, &bk, &b),
+		     "binding 10.0.2.1:5200 gone at once: the hold-down must keep it");
+	if (!bpf_map_lookup_elem(bind_fd, &bk, &b))
+		ok &= expect(b.nsess == 0, "binding nsess %u after its session expired", b.nsess);
+	ok &= expect(!bpf_map_lookup_elem(eim_fd, &ek, &e),
+		     "mapping removed while its binding is held down");
+	ok &= expect(host_nsess(IN2) == 0, "xdpr_nat_hosts[10.0.1.2].nsess %u, expected 0",
+		     host_nsess(IN2));
+
+	cfg_write(1, 1, XDPR_DEF_HOST_LIMIT);
+	sleep_ms(1500);
+	err = gc(XDPR_GC_EXPIRED, &res);
+	if (err) {
+		note("xdpr_nat_gc: %s", strerror(-err));
+		return false;
+	}
+	note("gc after the hold-down: deleted %u seen %u binds_freed %u", res.deleted, res.seen,
+	     res.binds_freed);
+	ok &= expect(res.binds_freed >= 1, "gc freed %u bindings after the hold-down",
+		     res.binds_freed);
+	ok &= expect(bpf_map_lookup_elem(bind_fd, &bk, &b) != 0, "binding still there");
+	ok &= expect(bpf_map_lookup_elem(eim_fd, &ek, &e) != 0, "mapping still there");
+	cfg_defaults();
+	return ok;
+}
+
+static bool t_hairpin(void)
+{
+	struct pkt a = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct pkt bp = { .src = IN3, .dst = OUTA, .sport = 7000, .dport = 5000 };
+	struct pkt x = snat(a, OUTA, 5000, true);
+	struct result *r = calloc(1, sizeof(*r));
+	struct frame f, w;
+	__u16 pb = 0;
+	bool ok;
+
+	if (!r)
+		die("out of memory");
+	fresh();
+	rule_write(1, XDPR_NAT_MASQ | XDPR_NAT_EIF, "0.0.0.0", 0, NULL, 0, 1024, 65535);
+	in_frame(&f, "r0", &a);
+	fwd_frame(&w, "r1", &x);
+	ok = step("A 10.0.1.2:5000 maps to 10.0.2.1:5000", "r0", &f, XDPR_FWD, &w,
+		  EV(XOUT, NEW, KEPT));
+
+	in_frame(&f, "r0", &bp);
+	run("r0", &f, r);
+	ok &= out_of(IN3, OUTA, 7000, 5000, IPPROTO_UDP, NULL, &pb);
+	x = snat(bp, OUTA, pb, true);
+	x = dnat(x, IN2, 5000, false);
+	fwd_frame(&w, "r0", &x);
+	ok &= check("B 10.0.1.3:7000 -> 10.0.2.1:5000", r, XDPR_FWD, &w,
+		    EV(XOUT, XIN, [XDPR_NE_SESS_NEW] = 2, KEPT, [XDPR_NE_HAIRPIN] = 1));
+	note("B's outside port %u", pb);
+
+	/* A answers B's outside endpoint */
+	{
+		struct pkt ra = { .src = IN2, .dst = OUTA, .sport = 5000, .dport = pb };
+
+		in_frame(&f, "r0", &ra);
+		x = snat(ra, OUTA, 5000, true);
+		x = dnat(x, IN3, 7000, false);
+		fwd_frame(&w, "r0", &x);
+		ok &= step("A answers 10.0.2.1:<B's port>", "r0", &f, XDPR_FWD, &w,
+			   EV(XOUT, XIN, [XDPR_NE_HAIRPIN] = 1));
+	}
+	free(r);
+	return ok;
+}
+
+/*
+ * Hairpin to a binding whose rule filters (the default, APDF): the binding
+ * never addressed B's outside endpoint, so nothing is translated; the frame
+ * goes to the kernel exactly as it came (the router answers B) and B gets
+ * no session out of it.
+ */
+static bool t_hairpin_filtered(void)
+{
+	struct pkt a = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct pkt bp = { .src = IN3, .dst = OUTA, .sport = 7000, .dport = 5000 };
+	struct pkt x = snat(a, OUTA, 5000, true);
+	struct frame f, w;
+	bool ok;
+
+	fresh();
+	in_frame(&f, "r0", &a);
+	fwd_frame(&w, "r1", &x);
+	ok = step("A 10.0.1.2:5000 maps to 10.0.2.1:5000", "r0", &f, XDPR_FWD, &w,
+		  EV(XOUT, NEW, KEPT));
+	in_frame(&f, "r0", &bp);
+	ok &= step("B 10.0.1.3:7000 -> 10.0.2.1:5000, rule without EIF", "r0", &f,
+		   XDPR_PASS_NAT_FILTERED, NULL, EV([XDPR_NE_FILTERED] = 1));
+	ok &= no_sess("B", IN3, OUTA, 7000, 5000, IPPROTO_UDP);
+	return ok;
+}
+
+static bool t_pool(void)
+{
+	static const struct {
+		const char *in, *rem;
+		__u16 sport;
+	} flows[] = {
+		{ IN2, REM, 5300 }, { IN2, REM, 5301 }, { IN2, REM3, 5302 }, { IN2, REM3, 700 },
+		{ IN3, REM, 5300 }, { IN3, REM3, 5310 },
+	};
+	__be32 first = ip("198.51.100.10"), mine[2] = { 0, 0 };
+	struct result *r = calloc(1, sizeof(*r));
+	struct frame f, w;
+	struct pkt x;
+	char what[96];
+	bool ok = true;
+
+	if (!r)
+		die("out of memory");
+	fresh();
+	/* swap in rule 2 the way loader/nat.c replaces a rule */
+	rule_write(2, 0, "10.0.1.0", 24, "198.51.100.10", 4, 1024, 65535);
+	iface_rules("r1", 2);
+	cur_rule = 2;
+	for (size_t i = 0; i < sizeof(flows) / sizeof(flows[0]); i++) {
+		struct pkt k = { .src = flows[i].in, .dst = flows[i].rem, .sport = flows[i].sport,
+				 .dport = 53 };
+		int h = !strcmp(k.src, IN3);
+		__be32 a = 0;
+		__u16 p = 0;
+		bool kept = k.sport >= 1024 && !(h && k.sport == 5300 && mine[0] == mine[1]);
+
+		snprintf(what, sizeof(what), "%s:%u -> %s:53", k.src, k.sport, k.dst);
+		in_frame(&f, "r0", &k);
+		run("r0", &f, r);
+		cur_step = what;
+		if (out_of(k.src, k.dst, k.sport, 53, IPPROTO_UDP, &a, &p)) {
+			__u32 off = ntohl(a) - ntohl(first);
+
+			ok &= expect(off < 4, "outside address %s not in 198.51.100.10-13", ipstr(a));
+			ok &= expect(!mine[h] || mine[h] == a, "outside address %s, earlier flows of "
+				     "%s got %s: must be paired", ipstr(a), k.src, ipstr(mine[h]));
+			if (!mine[h])
+				mine[h] = a;
+			note("outside %s:%u", ipstr(a), p);
+		} else {
+			ok = false;
+		}
+		cur_step = NULL;
+		x = snat(k, ipstr(a), p, true);
+		fwd_frame(&w, "r1", &x);
+		ok &= check(what, r, XDPR_FWD, &w, kept && p == k.sport ? EV(XOUT, NEW, KEPT)
+								 : EV(XOUT, NEW));
+		if (i == 0) {
+			/* and the reply to the pool address comes back */
+			struct pkt rp = { .src = REM, .dst = ipstr(a), .sport = 53, .dport = p };
+
+			in_frame(&f, "r1", &rp);
+			x = dnat(rp, IN2, 5300, true);
+			fwd_frame(&w, "r0", &x);
+			ok &= step("reply to the pool address", "r1", &f, XDPR_FWD, &w, EV(XIN));
+		}
+	}
+	free(r);
+	return ok;
+}
+
+/* A UDP flow's outbound packet (port kept) and the events it must move. */
+static bool udp_out(const char *what, const char *in, __u16 sport, struct evs ev)
+{
+	struct pkt k = { .src = in, .dst = REM, .sport = sport, .dport = 53 };
+	struct pkt x = snat(k, OUTA, sport, true);
+	struct frame f, w;
+
+	in_frame(&f, "r0", &k);
+	fwd_frame(&w, "r1", &x);
+	return step(what, "r0", &f, XDPR_FWD, &w, ev);
+}
+
+/*
+ * Outbound-only traffic keeps a session alive; the inbound half's own
+ * timestamp goes stale meanwhile.  A reply must still be translated: the
+ * session's idle time is that of its fresher half.
+ */
+static bool t_reply_after_oneway(void)
+{
+	struct pkt r = { .src = REM, .dst = OUTA, .sport = 53, .dport = 5220 };
+	struct pkt x = dnat(r, IN2, 5220, true);
+	struct frame f, w;
+	bool ok;
+
+	fresh();
+	cfg_write(1, XDPR_DEF_HOLDDOWN, XDPR_DEF_HOST_LIMIT);
+	ok = udp_out("out at 0 s", IN2, 5220, EV(XOUT, NEW, KEPT));
+	sleep_ms(600);
+	ok &= udp_out("out at 0.6 s", IN2, 5220, EV(XOUT));
+	sleep_ms(600);
+	ok &= udp_out("out at 1.2 s", IN2, 5220, EV(XOUT));
+	sleep_ms(200);
+	in_frame(&f, "r1", &r);
+	fwd_frame(&w, "r0", &x);
+	ok &= step("reply at 1.4 s (timeout 1 s, outbound half 0.2 s idle)", "r1", &f, XDPR_FWD,
+		   &w, EV(XIN));
+	ok &= check_sess("session", &(struct sess){ IN2, REM, OUTA, 5220, 53, 5220, IPPROTO_UDP,
+						    XDPR_CT_SEEN_OUT | XDPR_CT_SEEN_IN, 1, 1 });
+	cfg_defaults();
+	return ok;
+}
+
+/* A timed-out session met by its next packet: removed as expired, made anew. */
+static bool t_expired_hit(void)
+{
+	bool ok;
+
+	fresh();
+	cfg_write(1, XDPR_DEF_HOLDDOWN, XDPR_DEF_HOST_LIMIT);
+	ok = udp_out("out", IN2, 5210, EV(XOUT, NEW, KEPT));
+	sleep_ms(1500);
+	ok &= udp_out("out again after 1.5 s (timeout 1 s)", IN2, 5210,
+		      EV(XOUT, NEW, [XDPR_NE_SESS_EXPIRED] = 1));
+	ok &= check_sess("new session", &(struct sess){ IN2, REM, OUTA, 5210, 53, 5210, IPPROTO_UDP,
+							XDPR_CT_SEEN_OUT, 1, 1 });
+	ok &= expect(host_nsess(IN2) == 1, "xdpr_nat_hosts[10.0.1.2].nsess %u, expected 1",
+		     host_nsess(IN2));
+	cfg_defaults();
+	return ok;
+}
+
+/* One outside port: a freed binding is not another host's until the hold-down passes. */
+static bool t_holddown_reclaim(void)
+{
+	struct pkt ka = { .src = IN2, .dst = REM, .sport = 30001, .dport = 53 };
+	struct pkt kb = { .src = IN3, .dst = REM, .sport = 30002, .dport = 53 };
+	struct xdpr_gc_cmd res = {};
+	struct frame f, w;
+	struct pkt x;
+	bool ok;
+
+	fresh();
+	rule_write(1, XDPR_NAT_MASQ, "0.0.0.0", 0, NULL, 0, 20000, 20000);
+	cfg_write(1, 2, XDPR_DEF_HOST_LIMIT);
+	in_frame(&f, "r0", &ka);
+	x = snat(ka, OUTA, 20000, true);
+	fwd_frame(&w, "r1", &x);
+	ok = step("A takes the one port", "r0", &f, XDPR_FWD, &w, EV(XOUT, NEW));
+	sleep_ms(1200);
+	if (gc(XDPR_GC_EXPIRED, &res))
+		die("cannot run xdpr_nat_gc: %s", strerror(errno));
+	ok &= expect(res.deleted == 1 && res.binds_freed == 0,
+		     "gc deleted %u sessions, freed %u bindings; expected 1, 0", res.deleted,
+		     res.binds_freed);
+	in_frame(&f, "r0", &kb);
+	ok &= step("B within the hold-down (2 s)", "r0", &f, XDPR_DROP_NAT_NO_PORT, NULL,
+		   EV([XDPR_NE_NO_PORT] = 1));
+	sleep_ms(2300);
+	in_frame(&f, "r0", &kb);
+	x = snat(kb, OUTA, 20000, true);
+	fwd_frame(&w, "r1", &x);
+	ok &= step("B after the hold-down", "r0", &f, XDPR_FWD, &w,
+		   EV(XOUT, NEW, [XDPR_NE_PORT_REUSED] = 1));
+	ok &= check_sess("B's session", &(struct sess){ IN3, REM, OUTA, 30002, 53, 20000,
+							IPPROTO_UDP, XDPR_CT_SEEN_OUT, 1, 1 });
+	in_frame(&f, "r0", &ka);
+	ok &= step("A again: its port is B's now", "r0", &f, XDPR_DROP_NAT_NO_PORT, NULL,
+		   EV([XDPR_NE_NO_PORT] = 1));
+	cfg_defaults();
+	return ok;
+}
+
+static bool t_icmp_err_in_nocsum(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 700, .dport = 53, .nocsum = true };
+
+	return icmp_err_in("port unreachable quoting a datagram without checksum", &k, REM, 3, 3,
+			   0, EV(XOUT, NEW));
+}
+
+/* The quoted datagram's checksum, translated back, computes to 0: it must read 0xffff. */
+static bool t_icmp_err_in_ffff(void)
+{
+	static __u8 pay[2];
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 700, .dport = 53, .plen = 2,
+			 .data = pay };
+	__u8 b[64];
+	int v, n;
+
+	for (v = 0; v < 0x10000; v++) {
+		put16(pay, v);
+		n = build_ip(b, &k);
+		put16(b + 26, 0);
+		if (fold(sum16(b + 20, n - 20, sum16(b + 12, 8, IPPROTO_UDP + n - 20))) == 0xffff)
+			break;
+	}
+	if (v == 0x10000)
+		die("no payload makes the UDP checksum 0");
+	n = build_ip(b, &k);
+	note("payload 0x%04x: inside datagram checksum 0x%04x", v, get16(b + 26));
+	return icmp_err_in("port unreachable; quoted checksum translates back to 0xffff", &k, REM,
+			   3, 3, 0, EV(XOUT, NEW));
+}
+
+/*
+ * Session table full: the next new flow evicts the idlest of the oldest
+ * sessions instead of being dropped, and the run ends (bounded search).
+ */
+static bool t_table_full(void)
+{
+	const int nflows = XDPR_NAT_MAX_SESS + 512;
+	struct xdpr_ctr before[XDPR_REASON_MAX], after[XDPR_REASON_MAX];
+	struct frame f;
+	struct evs e0, e1;
+	int fwd = 0, first_evict = -1, ct;
+	bool ok = true;
+
+	fresh();
+	cfg_write(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, 1u << 30);
+	read_slot(1, before);
+	read_ev(1, &e0);
+	for (int i = 0; i < nflows; i++) {
+		struct pkt k = { .src = IN2, .dst = i < 60000 ? REM : REM3, .sport = 5000,
+				 .dport = 1 + i % 60000, .plen = NONE };
+		struct xdp_md ctx = { .ingress_ifindex = dev_get("r0")->ifindex };
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f.b, .ctx_in = &ctx,
+			    .ctx_size_in = sizeof(ctx), .repeat = 1);
+
+		in_frame(&f, "r0", &k);
+		ctx.data_end = f.len;
+		o.data_size_in = f.len;
+		if (bpf_prog_test_run_opts(prog_fd, &o))
+			die("BPF_PROG_TEST_RUN: %s", strerror(errno));
+		fwd += o.retval == XDP_REDIRECT;
+		if (first_evict < 0 && i >= XDPR_NAT_MAX_SESS - 256 && i % 16 == 0) {
+			struct evs e;
+
+			read_ev(1, &e);
+			if (e.n[XDPR_NE_SESS_EVICTED] != e0.n[XDPR_NE_SESS_EVICTED])
+				first_evict = i;
+		}
+	}
+	read_slot(1, after);
+	read_ev(1, &e1);
+	ct = map_count(ct_fd);
+	note("%d flows: %d forwarded, first eviction seen by flow %d, %llu evicted, %d ct entries",
+	     nflows, fwd, first_evict,
+	     (unsigned long long)(e1.n[XDPR_NE_SESS_EVICTED] - e0.n[XDPR_NE_SESS_EVICTED]), ct);
+	ok &= expect(fwd == nflows, "%d of %d flows not forwarded", nflows - fwd, nflows);
+	ok &= expect(after[XDPR_FWD].packets - before[XDPR_FWD].packets == (__u64)nflows,
+		     "fwd counter moved by %llu", (unsigned long long)(after[XDPR_FWD].packets -
+								before[XDPR_FWD].packets));
+	ok &= expect(e1.n[XDPR_NE_SESS_EVICTED] > e0.n[XDPR_NE_SESS_EVICTED], "nothing evicted");
+	ok &= expect(e1.n[XDPR_NE_SESS_NEW] - e0.n[XDPR_NE_SESS_NEW] == (__u64)nflows,
+		     "sessions_new +%llu, expected +%d",
+		     (unsigned long long)(e1.n[XDPR_NE_SESS_NEW] - e0.n[XDPR_NE_SESS_NEW]), nflows);
+	ok &= expect(e1.n[XDPR_NE_TABLE_FULL] == e0.n[XDPR_NE_TABLE_FULL],
+		     "table_full +%llu: a flow was dropped",
+		     (unsigned long long)(e1.n[XDPR_NE_TABLE_FULL] - e0.n[XDPR_NE_TABLE_FULL]));
+	ok &= expect(ct <= 2 * XDPR_NAT_MAX_SESS && ct % 2 == 0, "%d ct entries", ct);
+	ok &= expect(host_nsess(IN2) * 2 == (__u32)ct, "host count %u for %d ct entries",
+		     host_nsess(IN2), ct);
+	fresh();
+	return ok;
+}
+
+/* IPv4 options: the kernel forwards it, so it must be handed over translated. */
+static bool t_leak_options(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5008, .dport = 53, .opts = true };
+	struct pkt x = snat(k, OUTA, 5008, false);
+	struct frame f, w;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	in_frame(&w, "r0", &x);
+	return step("udp with IPv4 options out", "r0", &f, XDPR_PASS_IP4_OPTIONS, &w,
+		    EV(XOUT, NEW, KEPT));
+}
+
+/* The masquerade address moves (the FIB now gives another source): the session follows. */
+static bool t_masq_moved(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5230, .dport = 53 };
+	struct pkt x = snat(k, OUTA, 5230, true);
+	struct frame f, w;
+	bool ok;
+
+	fresh();
+	in_frame(&f, "r0", &k);
+	fwd_frame(&w, "r1", &x);
+	ok = step("out via 10.0.2.1", "r0", &f, XDPR_FWD, &w, EV(XOUT, NEW, KEPT));
+	if (sh("/sbin/ip addr add 10.0.2.100/32 dev r1 && "
+	       "/sbin/ip route add 10.0.2.2/32 dev r1 src 10.0.2.100"))
+		die("cannot add 10.0.2.100 and its route");
+	x = snat(k, "10.0.2.100", 5230, true);
+	fwd_frame(&w, "r1", &x);
+	ok &= step("out after the route's source became 10.0.2.100", "r0", &f, XDPR_FWD, &w,
+		   EV(XOUT, NEW, KEPT, [XDPR_NE_ADDR_CHANGED] = 1));
+	ok &= check_sess("session", &(struct sess){ IN2, REM, "10.0.2.100", 5230, 53, 5230,
+						    IPPROTO_UDP, XDPR_CT_SEEN_OUT, 1, 1 });
+	if (sh("/sbin/ip route del 10.0.2.2/32 dev r1 && /sbin/ip addr del 10.0.2.100/32 dev r1"))
+		die("cannot remove 10.0.2.100");
+	return ok;
+}
+
+static const struct {
+	const char *name;
+	bool (*fn)(void);
+} cases[] = {
+	{ "udp out: 10.0.1.2:5000 -> 10.0.2.2:53 leaves as 10.0.2.1:5000, session pair", t_udp_out },
+	{ "udp reply in: 10.0.2.2:53 -> 10.0.2.1:5000 goes to 10.0.1.2:5000", t_udp_reply },
+	{ "udp checksum 0 stays 0 both ways", t_udp_nocsum },
+	{ "udp checksum computing to 0 leaves as 0xffff", t_udp_csum_ffff },
+	{ "tcp SYN out, SYN-ACK in, data both ways; SEEN_OUT|SEEN_IN", t_tcp },
+	{ "tcp FIN both ways: FIN_OUT|FIN_IN in both halves", t_tcp_fin },
+	{ "icmp echo id 0x1234 kept outside, reply translated back", t_icmp_echo },
+	{ "icmp same echo id from two hosts: second id differs, replies to the right host",
+	  t_icmp_two_hosts },
+	{ "endpoint-independent mapping: one outside port for two remotes (port 6000)", t_eim },
+	{ "endpoint-independent mapping with a port outside the range (600)", t_eim_unpreserved },
+	{ "inside port taken by another host: different outside port", t_port_taken },
+	{ "filtering: unaddressed remote -> pass_nat_filtered, untouched", t_filter_apdf },
+	{ "filtering EIF: unaddressed remote translated, session created", t_filter_eif },
+	{ "icmp error in: port unreachable about udp (port kept)", t_icmp_err_in_udp },
+	{ "icmp error in: port unreachable about udp (port translated)", t_icmp_err_in_udp_port },
+	{ "icmp error in: time exceeded about a whole tcp segment", t_icmp_err_in_tcp },
+	{ "icmp error in: time exceeded about a tcp segment quoted in part",
+	  t_icmp_err_in_tcp_part },
+	{ "icmp error in: quoting only 8 bytes of tcp", t_icmp_err_in_tcp_8 },
+	{ "icmp error in: host unreachable about an echo request", t_icmp_err_in_echo },
+	{ "icmp error out: inside host's port unreachable (port kept)", t_icmp_err_out },
+	{ "icmp error out: inside host's port unreachable (port translated)", t_icmp_err_out_port },
+	{ "icmp error out without session -> drop_nat_untranslatable", t_icmp_err_out_nosess },
+	{ "leak: MF fragment out -> drop_nat_untranslatable", t_leak_mf },
+	{ "leak: later fragment out -> drop_nat_untranslatable", t_leak_fragoff },
+	{ "leak: GRE out -> drop_nat_untranslatable", t_leak_gre },
+	{ "leak: TTL 1 out -> pass_ttl untranslated", t_leak_ttl },
+	{ "leak: oversize DF out -> pass_frag_needed untranslated", t_leak_df },
+	{ "leak: oversize without DF -> pass_frag_needed translated", t_leak_nodf },
+	{ "leak: no neighbour -> pass_no_neigh translated", t_leak_noneigh },
+	{ "leak: IPv4 options out -> pass_ip4_options translated", t_leak_options },
+	{ "port exhaustion: 4 ports, 6 flows -> 2 x drop_nat_no_port", t_exhaustion },
+	{ "host limit 2: third flow -> drop_nat_host_limit", t_host_limit },
+	{ "expiry: gc removes a timed-out session, binding held down, then freed", t_expiry },
+	{ "hairpin (EIF): inside B to A's outside endpoint and back", t_hairpin },
+	{ "hairpin to a filtering (APDF) binding -> pass_nat_filtered, untouched",
+	  t_hairpin_filtered },
+	{ "pool 198.51.100.10-13: paired address per inside host, in range", t_pool },
+	{ "reply after outbound-only traffic outlived the inbound half's timeout",
+	  t_reply_after_oneway },
+	{ "timed-out session hit by a packet: counted expired, made anew", t_expired_hit },
+	{ "hold-down: freed port refused to another host, then reclaimed", t_holddown_reclaim },
+	{ "icmp error in: quoted datagram without checksum keeps 0", t_icmp_err_in_nocsum },
+	{ "icmp error in: quoted checksum translating to 0 reads 0xffff", t_icmp_err_in_ffff },
+	{ "masquerade address moved: session re-created on the new address", t_masq_moved },
+	{ "session table full: new flows evict, none dropped, no hang", t_table_full },
+};
+
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+int main(void)
+{
+	int probe;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0) {
+		printf("1..0 # SKIP needs root\n");
+		return 0;
+	}
+	setup_netns();
+	skel = xdpr_bpf__open_and_load();
+	if (!skel)
+		die("cannot load the XDP program: %s", strerror(errno));
+	prog_fd = bpf_program__fd(skel->progs.xdpr_main);
+	gc_fd = bpf_program__fd(skel->progs.xdpr_nat_gc);
+	stats_fd = bpf_map__fd(skel->maps.xdpr_stats);
+	ifaces_fd = bpf_map__fd(skel->maps.xdpr_ifaces);
+	cfg_fd = bpf_map__fd(skel->maps.xdpr_cfg);
+	rules_fd = bpf_map__fd(skel->maps.xdpr_nat_rules);
+	nstats_fd = bpf_map__fd(skel->maps.xdpr_nat_stats);
+	ct_fd = bpf_map__fd(skel->maps.xdpr_nat_ct);
+	bind_fd = bpf_map__fd(skel->maps.xdpr_nat_bind);
+	eim_fd = bpf_map__fd(skel->maps.xdpr_nat_eim);
+	hosts_fd = bpf_map__fd(skel->maps.xdpr_nat_hosts);
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus < 1)
+		die("cannot count CPUs: %s", strerror(-ncpus));
+	register_devs();
+
+	printf("1..%d\n", NCASES);
+	probe = probe_fib_src();
+	cfg_flags = XDPR_CFG_NAT | (probe >= 0 ? XDPR_CFG_FIB_SRC : 0);
+	printf("# xdpr_probe: bpf_fib_lookup(BPF_FIB_LOOKUP_SRC) = %d: %s\n", probe,
+	       probe >= 0 ? "supported" : "not supported, masquerading to masq_addr");
+	for (int i = 0; i < NCASES; i++)
+		tap(cases[i].fn(), cases[i].name);
+
+	xdpr_bpf__destroy(skel);
+	return tap_failed ? 1 : 0;
+}
