@@ -39,6 +39,7 @@ struct {
 } xdpr_tx_ports SEC(".maps");
 
 #include "nat.h"
+#include "route.h"
 
 static __always_inline int fib_reason(int rc)
 {
@@ -132,8 +133,9 @@ static __always_inline void ip4_l4(struct nat4 *p)
 	}
 }
 
+/* FIB lookup toward dst, as arriving on ifindex (or, with OUTPUT, leaving through it). */
 static __always_inline int ip4_fib(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct nat4 *p,
-				   __u32 flags, __u16 size)
+				   __u32 flags, __u16 size, __be32 dst, __u32 ifindex)
 {
 	struct iphdr *iph = p->iph;
 	int rc;
@@ -148,16 +150,16 @@ static __always_inline int ip4_fib(struct xdp_md *ctx, struct bpf_fib_lookup *fi
 	}
 	fib->tot_len = size; /* the helper compares it with the MTU */
 	fib->ipv4_src = iph->saddr;
-	fib->ipv4_dst = iph->daddr;
-	fib->ifindex = ctx->ingress_ifindex;
+	fib->ipv4_dst = dst;
+	fib->ifindex = ifindex;
 	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), flags);
-	if (rc == BPF_FIB_LKUP_RET_NO_SRC_ADDR && flags) {
+	if (rc == BPF_FIB_LKUP_RET_NO_SRC_ADDR && (flags & BPF_FIB_LOOKUP_SRC)) {
 		/* no address to masquerade to: route all the same, NAT will drop */
 		fib->ipv4_src = 0;
-		fib->ipv4_dst = iph->daddr;
+		fib->ipv4_dst = dst;
 		fib->tot_len = size;
-		fib->ifindex = ctx->ingress_ifindex;
-		rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+		fib->ifindex = ifindex;
+		rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), flags & ~BPF_FIB_LOOKUP_SRC);
 		fib->ipv4_src = 0;
 	}
 	return rc;
@@ -173,7 +175,8 @@ static __always_inline int ip4_fib(struct xdp_md *ctx, struct bpf_fib_lookup *fi
  * reaches the inside host.  Returns -1 to go on, or an xdpr_reason.
  */
 static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct nat4 *p,
-				    int rc, const struct xdpr_cfg *cfg, __u64 now, __u32 flags)
+				    int rc, const struct xdpr_cfg *cfg, __u64 now, __u32 flags,
+				    __be32 dst, __u32 ifindex)
 {
 	struct xdpr_iface *out;
 	__u32 egress;
@@ -182,7 +185,7 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 		/* the helper stops before naming the egress: ask again without the size */
 		if (p->iph->frag_off & bpf_htons(IP_DF))
 			return XDPR_PASS_FIB_FRAG_NEEDED;
-		rc = ip4_fib(ctx, fib, p, flags, sizeof(struct iphdr));
+		rc = ip4_fib(ctx, fib, p, flags, sizeof(struct iphdr), dst, ifindex);
 		if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
 			return -1;
 	} else if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH) {
@@ -204,10 +207,11 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	struct nat4 p = {};
 	struct xdpr_cfg *cfg;
 	struct iphdr *iph;
-	__u32 zero = 0, flags = 0;
+	__u32 zero = 0, flags = 0, fib_if;
+	__be32 fib_dst;
 	__u16 tot_len, old;
 	__u64 now = 0;
-	int rc, nat;
+	int rc, nat, routed = 0;
 
 	iph = cursor_take(c, sizeof(*iph));
 	if (!iph)
@@ -247,18 +251,42 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 		return XDPR_PASS_IP4_FRAG;
 	}
 
-	rc = ip4_fib(ctx, fib, &p, flags, tot_len);
+	fib_dst = iph->daddr;
+	fib_if = ctx->ingress_ifindex;
+	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
+		struct xdpr_route *rt = rt4_lookup(cfg, iph->daddr);
+		const struct xdpr_nh *nh;
+
+		if (rt) {
+			rc = rt_act(rt, c->end - (void *)eth);
+			if (rc >= 0)
+				return rc;
+			nh = rt_pick(rt, rt_hash(iph->saddr, iph->daddr, (p.sport << 16) | p.dport, p.proto));
+			if (!nh)
+				return XDPR_PASS_ROUTE_GW;
+			fib_dst = *(__be32 *)nh->gw;
+			fib_if = nh->ifindex;
+			flags |= BPF_FIB_LOOKUP_OUTPUT;
+			rc = ip4_fib(ctx, fib, &p, flags, tot_len, fib_dst, fib_if);
+			routed = rt_check_nh(rc, fib, nh);
+			if (routed >= 0)
+				return routed;
+			routed = 1;
+		}
+	}
+	if (!routed)
+		rc = ip4_fib(ctx, fib, &p, flags, tot_len, fib_dst, fib_if);
 	if (nat && !p.reversed) {
-		if (rc == BPF_FIB_LKUP_RET_NOT_FWDED && !in->nrules) {
+		if (rc == BPF_FIB_LKUP_RET_NOT_FWDED && !in->nrules && !routed) {
 			/* an inside host addressing a NAT binding of the router */
 			int r2 = nat4_hairpin(&p, cfg, now);
 
 			if (r2 >= 0)
 				return r2;
 			if (p.reversed)
-				rc = ip4_fib(ctx, fib, &p, 0, tot_len);
+				rc = ip4_fib(ctx, fib, &p, 0, tot_len, iph->daddr, ctx->ingress_ifindex);
 		} else {
-			int r2 = ip4_snat(ctx, fib, &p, rc, cfg, now, flags);
+			int r2 = ip4_snat(ctx, fib, &p, rc, cfg, now, flags, fib_dst, fib_if);
 
 			if (r2 >= 0)
 				return r2;
@@ -306,10 +334,11 @@ static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct 
 				   const struct xdpr_iface *in, struct bpf_fib_lookup *fibp)
 {
 	struct bpf_fib_lookup *fib = fibp;
+	struct xdpr_cfg *cfg;
 	struct ipv6hdr *ip6h;
 	struct l4_ports ports;
-	__u32 plen;
-	int rc;
+	__u32 plen, zero = 0;
+	int rc, routed = 0;
 
 	ip6h = cursor_take(c, sizeof(*ip6h));
 	if (!ip6h)
@@ -335,7 +364,32 @@ static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct 
 	__builtin_memcpy(fib->ipv6_dst, &ip6h->daddr, sizeof(fib->ipv6_dst));
 	fib->ifindex = ctx->ingress_ifindex;
 
-	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
+		struct xdpr_route *rt = rt6_lookup(cfg, &ip6h->daddr);
+
+		if (rt) {
+			const __u32 *s6 = ip6h->saddr.in6_u.u6_addr32, *d6 = ip6h->daddr.in6_u.u6_addr32;
+			const struct xdpr_nh *nh;
+
+			rc = rt_act(rt, c->end - (void *)eth);
+			if (rc >= 0)
+				return rc;
+			nh = rt_pick(rt, rt_hash(s6[0] ^ s6[1] ^ s6[2] ^ s6[3], d6[0] ^ d6[1] ^ d6[2] ^ d6[3],
+						 ((__u32)ports.sport << 16) | ports.dport, ip6h->nexthdr));
+			if (!nh)
+				return XDPR_PASS_ROUTE_GW;
+			__builtin_memcpy(fib->ipv6_dst, nh->gw, sizeof(fib->ipv6_dst));
+			fib->ifindex = nh->ifindex;
+			rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_OUTPUT);
+			routed = rt_check_nh(rc, fib, nh);
+			if (routed >= 0)
+				return routed;
+			routed = 1;
+		}
+	}
+	if (!routed)
+		rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return fib_reason(rc);
 	if (ip6h->hop_limit <= 1)

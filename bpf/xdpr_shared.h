@@ -69,6 +69,8 @@ enum xdpr_reason {
 	XDPR_PASS_NO_IFACE,      /* ingress interface not (yet/any more) set up    */
 	XDPR_PASS_NAT_FILTERED,  /* to a NAT binding from a remote it never addressed:
 	                            not translated, the router itself answers      */
+	XDPR_PASS_ROUTE,         /* route map: "pass" route                        */
+	XDPR_PASS_ROUTE_GW,      /* route map: gateway not reachable on its device */
 
 	/* dropped (XDP_DROP) */
 	XDPR_DROP_SHORT,         /* frame too short for the headers it announces   */
@@ -78,6 +80,7 @@ enum xdpr_reason {
 	XDPR_DROP_NAT_UNTRANSLATABLE, /* would leave a NAT interface with an inside
 	                            source and cannot be translated (fragment,
 	                            unknown protocol, ICMP error without session)  */
+	XDPR_DROP_ROUTE_BLACKHOLE, /* route map: "blackhole" route                 */
 
 	XDPR_REASON_MAX
 };
@@ -143,6 +146,7 @@ struct xdpr_nat_rule {
 enum xdpr_cfg_flags {
 	XDPR_CFG_NAT     = 1 << 0, /* at least one NAT rule exists */
 	XDPR_CFG_FIB_SRC = 1 << 1, /* kernel supports BPF_FIB_LOOKUP_SRC */
+	XDPR_CFG_ROUTES  = 1 << 2, /* the route map has routes */
 };
 
 /* xdpr_cfg[0]: router-wide settings. */
@@ -155,6 +159,8 @@ struct xdpr_cfg {
 	__u32 holddown;         /* a freed port is not given to another host for this long */
 	__u32 host_limit;       /* sessions per inside host (RFC 6888) */
 	__u32 next_rule;        /* userspace: rule ids are handed out round robin */
+	__u32 rt_slot;          /* live route map: xdpr_rt4/xdpr_rt6 slot 0 or 1 */
+	__u32 pad[7];
 };
 
 #define XDPR_DEF_TCP_EST   7440
@@ -262,6 +268,41 @@ enum xdpr_nat_event {
 	XDPR_NE_MAX
 };
 
+/* ---- route map (consulted before the kernel FIB) ---- */
+
+#define XDPR_RT_MAX     262144  /* routes per family (per slot) */
+#define XDPR_RT_IDS     (2 * XDPR_RT_MAX) /* route ids, counter slots; 0 unused */
+#define XDPR_RT_MAX_NH  8       /* ECMP next hops per route */
+
+enum xdpr_rt_action {
+	XDPR_RT_VIA       = 1, /* forward via next hop(s) */
+	XDPR_RT_BLACKHOLE = 2, /* drop in the driver */
+	XDPR_RT_PASS      = 3, /* hand to the kernel */
+};
+
+struct xdpr_rt4_key {
+	__u32 prefixlen;    /* LPM trie key: length, then address bytes */
+	__be32 addr;
+};
+
+struct xdpr_rt6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+struct xdpr_nh {
+	__u32 ifindex;
+	__u8 gw[16];        /* IPv4 in the first 4 bytes for IPv4 routes */
+};
+
+struct xdpr_route {
+	__u32 id;           /* index into xdpr_rt_stats */
+	__u8 action;        /* enum xdpr_rt_action */
+	__u8 nnh;           /* next hops in use (via) */
+	__u16 pad;
+	struct xdpr_nh nh[XDPR_RT_MAX_NH];
+};
+
 /* xdpr_nat_gc program input (first bytes of the test-run frame) and output. */
 enum xdpr_gc_op { XDPR_GC_EXPIRED = 0, XDPR_GC_ALL = 1, XDPR_GC_RULE = 2 };
 
@@ -277,7 +318,9 @@ struct xdpr_gc_cmd {
 /* Compile-time checks on everything that crosses the user/kernel line. */
 _Static_assert(sizeof(struct xdpr_iface) == 24, "xdpr_iface layout");
 _Static_assert(sizeof(struct xdpr_nat_rule) == 32, "xdpr_nat_rule layout");
-_Static_assert(sizeof(struct xdpr_cfg) == 32, "xdpr_cfg layout");
+_Static_assert(sizeof(struct xdpr_cfg) == 64, "xdpr_cfg layout");
+_Static_assert(sizeof(struct xdpr_route) == 8 + 20 * XDPR_RT_MAX_NH, "xdpr_route layout");
+_Static_assert(sizeof(struct xdpr_rt4_key) == 8 && sizeof(struct xdpr_rt6_key) == 20, "route keys");
 _Static_assert(sizeof(struct xdpr_ct_key) == 16, "xdpr_ct_key layout");
 _Static_assert(sizeof(struct xdpr_ct_val) == 32, "xdpr_ct_val layout");
 _Static_assert(sizeof(struct xdpr_bind_key) == 8, "xdpr_bind_key layout");

@@ -58,6 +58,10 @@ int parse_knobs(const char *cmd, int argc, char **argv, struct xdpr_cfg *c, char
 int do_link(int argc, char **argv);
 int do_stats(int argc, char **argv);
 int do_nat(int argc, char **argv);
+int do_route(int argc, char **argv);
+int parse_prefix(const char *s, struct xdpr_route_spec *rs, char *err, size_t len);
+/* 0, EXIT_USAGE (bad words) or EXIT_FAIL (unknown device), message in err */
+int parse_route(int argc, char **argv, struct xdpr_route_spec *rs, char *err, size_t len);
 struct xdpr;
 void print_nat_rules(struct xdpr *x, bool counters_only);
 

@@ -39,6 +39,7 @@ static void usage(FILE *f)
 		"       xdpr [OPTIONS] link show [DEV]\n"
 		"       xdpr [OPTIONS] stats [show] [dev DEV] [interval SECS [count N]]\n"
 		"       xdpr [OPTIONS] nat { add | replace | del | show | sessions | flush | gc | timeout | limit } ...\n"
+		"       xdpr [OPTIONS] route { add | replace | del | flush | show | load } ...\n"
 		"       xdpr help\n"
 		"OPTIONS := { -j|--json  -p|--pretty  -s|--stats (twice: per CPU)  -V|--version  -h|--help }\n");
 }
@@ -50,6 +51,7 @@ static const struct {
 	{ "link",  do_link },
 	{ "stats", do_stats },
 	{ "nat",   do_nat },
+	{ "route", do_route },
 };
 
 int main(int argc, char **argv)

@@ -45,7 +45,7 @@ struct xdpr_link {
 /* The maps every program instance shares (names in xdpr_shared.h). */
 enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
-	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR,
+	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RT4, XM_RT6, XM_RTSTATS,
 	XM_MAX
 };
 
@@ -105,6 +105,7 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex);
 struct bpf_object;
 int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
 int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
+int xdpr_rt_new_trie(struct xdpr *x, int v6);
 void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern const char *const map_names[XM_MAX];
 
@@ -144,6 +145,32 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 __u64 xdpr_nat_timeout_ns(const struct xdpr_cfg *c, __u8 proto, __u8 state);
 /* accept_local on an interface NAT-ed traffic may arrive on (see nat.c). */
 int xdpr_nat_prepare_dev(struct xdpr *x, const char *dev);
+
+/* ---- route map ---- */
+struct xdpr_route_spec {
+	int family;              /* AF_INET or AF_INET6 */
+	__u8 addr[16];
+	__u32 plen;
+	struct xdpr_route r;     /* action, next hops (id is assigned by the library) */
+};
+
+struct xdpr_route_info {
+	struct xdpr_route_spec spec;
+	struct xdpr_ctr sum;
+	struct xdpr_ctr cpu[XDPR_MAX_CPUS];
+};
+
+/* Checks devices and gateways, resolves gateways' neighbours; replace keeps the id. */
+int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace);
+int xdpr_route_del(struct xdpr *x, const struct xdpr_route_spec *rs);
+/* Build a whole new table aside and switch to it in one update (n == 0: flush). */
+int xdpr_route_load(struct xdpr *x, struct xdpr_route_spec *rs, int n);
+/* Every route of the live table, with counters; cb returns non-zero to stop. */
+int xdpr_route_foreach(struct xdpr *x, int (*cb)(const struct xdpr_route_info *, void *), void *arg);
+/* Validate one route against this namespace (devices, gateways); 0 or -errno with x->err. */
+int xdpr_route_check(struct xdpr *x, const struct xdpr_route_spec *rs);
+/* Ask the kernel to resolve a neighbour (RTM_NEWNEIGH with NTF_USE). */
+int xdpr_neigh_use(int family, const void *addr, __u32 ifindex);
 
 const char *xdpr_reason_name(int reason);
 const char *xdpr_reason_desc(int reason);

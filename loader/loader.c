@@ -43,7 +43,8 @@ const char *const map_names[XM_MAX] = {
 	[XM_CFG] = XDPR_MAP_CFG,       [XM_RULES] = XDPR_MAP_RULES,   [XM_NSTATS] = XDPR_MAP_NSTATS,
 	[XM_CT] = XDPR_MAP_CT,         [XM_BIND] = XDPR_MAP_BIND,     [XM_EIM] = XDPR_MAP_EIM,
 	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
-	[XM_CURSOR] = "xdpr_nat_cursor",
+	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RT4] = "xdpr_rt4",      [XM_RT6] = "xdpr_rt6",
+	[XM_RTSTATS] = "xdpr_rt_stats",
 };
 
 void seterr(struct xdpr *x, const char *fmt, ...)
@@ -322,11 +323,58 @@ static int map_index(const char *name)
 	return -1;
 }
 
+/* Shape of the route tries (from the skeleton), for building new ones. */
+struct map_proto {
+	enum bpf_map_type type;
+	__u32 key, value, max, flags;
+};
+static struct map_proto rt_proto[2];
+
+static int create_like(struct bpf_map *m)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));
+	int fd = bpf_map_create(bpf_map__type(m), "xdpr_rt_trie", bpf_map__key_size(m),
+				bpf_map__value_size(m), bpf_map__max_entries(m), &o);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* A new, empty route trie for AF_INET (0) or AF_INET6 (1). */
+int xdpr_rt_new_trie(struct xdpr *x, int v6)
+{
+	struct map_proto *p = &rt_proto[!!v6];
+	int fd;
+
+	if (!p->key) {
+		struct xdpr_bpf *skel = xdpr_bpf__open();
+		struct bpf_map *in;
+
+		if (!skel) {
+			seterr(x, "cannot open the BPF object: %s", strerror(errno));
+			return -errno;
+		}
+		in = bpf_map__inner_map(v6 ? skel->maps.xdpr_rt6 : skel->maps.xdpr_rt4);
+		*p = (struct map_proto){ bpf_map__type(in), bpf_map__key_size(in), bpf_map__value_size(in),
+					 bpf_map__max_entries(in), bpf_map__map_flags(in) };
+		xdpr_bpf__destroy(skel);
+	}
+	{
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = p->flags);
+
+		fd = bpf_map_create(p->type, "xdpr_rt_trie", p->key, p->value, p->max, &o);
+	}
+	if (fd < 0) {
+		seterr(x, "cannot create a route table: %s", strerror(errno));
+		return -errno;
+	}
+	return fd;
+}
+
 /* Create the shared maps from the skeleton's own definitions. */
 static int create_maps(struct xdpr *x)
 {
 	struct xdpr_bpf *skel = xdpr_bpf__open();
-	struct bpf_map *m;
+	struct bpf_map *m, *inner4, *inner6;
 	int err = 0;
 
 	if (!skel) {
@@ -335,18 +383,56 @@ static int create_maps(struct xdpr *x)
 	}
 	bpf_object__for_each_map(m, skel->obj) {
 		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));
-		int i = map_index(bpf_map__name(m)), fd;
+		struct bpf_map *inner = bpf_map__inner_map(m);
+		int i = map_index(bpf_map__name(m)), fd, tfd = -1;
 
 		if (i < 0)
 			continue; /* per-instance (internal) map */
+		if (inner) {
+			tfd = create_like(inner);
+			if (tfd < 0) {
+				err = tfd;
+				seterr(x, "cannot create the inner map of %s: %s", bpf_map__name(m),
+				       strerror(-err));
+				break;
+			}
+			o.inner_map_fd = tfd;
+		}
 		fd = bpf_map_create(bpf_map__type(m), bpf_map__name(m), bpf_map__key_size(m),
 				    bpf_map__value_size(m), bpf_map__max_entries(m), &o);
 		if (fd < 0) {
 			err = -errno;
 			seterr(x, "cannot create map %s: %s", bpf_map__name(m), strerror(-err));
+			if (tfd >= 0)
+				close(tfd);
 			break;
 		}
 		x->fd[i] = fd;
+		/* every slot of an array of maps holds a (so far empty) map from the start */
+		for (__u32 k = 0; inner && !err && k < bpf_map__max_entries(m); k++) {
+			int ifd = create_like(inner);
+
+			if (ifd < 0 || bpf_map_update_elem(fd, &k, &ifd, BPF_ANY))
+				err = ifd < 0 ? ifd : -errno;
+			if (ifd >= 0)
+				close(ifd);
+		}
+		if (tfd >= 0)
+			close(tfd);
+		if (err) {
+			seterr(x, "cannot fill map %s: %s", bpf_map__name(m), strerror(-err));
+			break;
+		}
+	}
+	if (!err) {
+		inner4 = bpf_map__inner_map(skel->maps.xdpr_rt4);
+		inner6 = bpf_map__inner_map(skel->maps.xdpr_rt6);
+		rt_proto[0] = (struct map_proto){ bpf_map__type(inner4), bpf_map__key_size(inner4),
+						  bpf_map__value_size(inner4), bpf_map__max_entries(inner4),
+						  bpf_map__map_flags(inner4) };
+		rt_proto[1] = (struct map_proto){ bpf_map__type(inner6), bpf_map__key_size(inner6),
+						  bpf_map__value_size(inner6), bpf_map__max_entries(inner6),
+						  bpf_map__map_flags(inner6) };
 	}
 	xdpr_bpf__destroy(skel);
 	return err;

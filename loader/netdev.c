@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <linux/netlink.h>
 #include <linux/genetlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/neighbour.h>
 #include "libxdpr.h"
 
 #define NETDEV_FAMILY_NAME        "netdev"
@@ -128,4 +130,39 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex)
 	if (xdpr_probe_xdp_features(ifindex, &f))
 		return XDPR_XMIT_UNKNOWN;
 	return (f & NETDEV_XDP_ACT_NDO_XMIT) ? XDPR_XMIT_YES : XDPR_XMIT_NO;
+}
+
+/*
+ * Make the kernel resolve a neighbour now (RTM_NEWNEIGH with NTF_USE), so a
+ * route map gateway the kernel itself never talks to gets a MAC address.
+ */
+int xdpr_neigh_use(int family, const void *addr, __u32 ifindex)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ndmsg nd;
+		char attrs[32];
+	} r = {};
+	struct nlattr *a;
+	int fd, len = family == AF_INET6 ? 16 : 4, err = 0;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	r.nh.nlmsg_len = NLMSG_LENGTH(sizeof(r.nd));
+	r.nh.nlmsg_type = RTM_NEWNEIGH;
+	r.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_REPLACE;
+	r.nd.ndm_family = family;
+	r.nd.ndm_ifindex = ifindex;
+	r.nd.ndm_state = NUD_NONE;
+	r.nd.ndm_flags = NTF_USE;
+	a = (struct nlattr *)((char *)&r + NLMSG_ALIGN(r.nh.nlmsg_len));
+	a->nla_type = NDA_DST;
+	a->nla_len = NLA_HDRLEN + len;
+	memcpy((char *)a + NLA_HDRLEN, addr, len);
+	r.nh.nlmsg_len = NLMSG_ALIGN(r.nh.nlmsg_len) + NLA_ALIGN(a->nla_len);
+	if (send(fd, &r, r.nh.nlmsg_len, 0) < 0)
+		err = -errno;
+	close(fd);
+	return err;
 }

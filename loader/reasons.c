@@ -31,11 +31,14 @@ static const struct {
 	[XDPR_PASS_EGRESS_NO_XMIT]   = { "pass_egress_no_xmit",  "egress driver cannot transmit XDP frames" },
 	[XDPR_PASS_NO_IFACE]         = { "pass_no_iface",    "ingress interface being attached or detached" },
 	[XDPR_PASS_NAT_FILTERED]     = { "pass_nat_filtered", "to a NAT binding from a remote it never addressed" },
+	[XDPR_PASS_ROUTE]            = { "pass_route",       "route map: pass route" },
+	[XDPR_PASS_ROUTE_GW]         = { "pass_route_gw",    "route map: gateway not reachable on its device" },
 	[XDPR_DROP_SHORT]            = { "drop_short",       "frame shorter than its headers" },
 	[XDPR_DROP_NAT_NO_PORT]      = { "drop_nat_no_port", "NAT: no free outside port in the rule's range" },
 	[XDPR_DROP_NAT_FULL]         = { "drop_nat_full",    "NAT: session table full" },
 	[XDPR_DROP_NAT_HOST_LIMIT]   = { "drop_nat_host_limit", "NAT: inside host at its session limit" },
 	[XDPR_DROP_NAT_UNTRANSLATABLE] = { "drop_nat_untranslatable", "NAT: cannot be translated (fragment, protocol, ICMP error without session)" },
+	[XDPR_DROP_ROUTE_BLACKHOLE]  = { "drop_blackhole",   "route map: blackhole route" },
 };
 
 const char *xdpr_reason_name(int r)

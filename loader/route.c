@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * route.c - the route map: validation, live changes, bulk load and listing.
+ *
+ * Single changes go to the live table (one LPM trie update is atomic for
+ * packets).  A load or flush builds new tries in the idle slot of
+ * xdpr_rt4/xdpr_rt6 and then switches xdpr_cfg.rt_slot: packets see the
+ * whole old table or the whole new one, both families at once.
+ */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <bpf/bpf.h>
+#include "libxdpr.h"
+
+#define KEY_SIZE(v6) ((v6) ? sizeof(struct xdpr_rt6_key) : sizeof(struct xdpr_rt4_key))
+
+static void make_key(const struct xdpr_route_spec *rs, void *key)
+{
+	struct xdpr_rt6_key *k = key; /* same layout: prefixlen, then the address */
+
+	k->prefixlen = rs->plen;
+	memcpy(k->addr, rs->addr, rs->family == AF_INET6 ? 16 : 4);
+}
+
+/* fd of the trie in a slot of xdpr_rt4 (v6 == 0) or xdpr_rt6. */
+static int trie_fd(struct xdpr *x, int v6, __u32 slot)
+{
+	__u32 id;
+	int fd;
+
+	if (bpf_map_lookup_elem(x->fd[v6 ? XM_RT6 : XM_RT4], &slot, &id)) {
+		seterr(x, "cannot read the route table: %s", strerror(errno));
+		return -errno;
+	}
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0) {
+		seterr(x, "cannot open the route table: %s", strerror(errno));
+		return -errno;
+	}
+	return fd;
+}
+
+static int live_slot(struct xdpr *x, struct xdpr_cfg *c)
+{
+	int err = xdpr_cfg_get(x, c);
+
+	return err ? err : (int)(c->rt_slot & 1);
+}
+
+static void fmt_prefix(const struct xdpr_route_spec *rs, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	inet_ntop(rs->family, rs->addr, a, sizeof(a));
+	snprintf(buf, len, "%s/%u", a, rs->plen);
+}
+
+/* Is gw on a network connected to dev (IPv6 link-local counts)? */
+static bool gw_connected(int family, const __u8 *gw, const char *dev)
+{
+	struct ifaddrs *ifa, *i;
+	bool ok = false;
+
+	if (family == AF_INET6 && gw[0] == 0xfe && (gw[1] & 0xc0) == 0x80)
+		return true;
+	if (getifaddrs(&ifa))
+		return false;
+	for (i = ifa; i && !ok; i = i->ifa_next) {
+		const __u8 *a, *m;
+		int n = family == AF_INET ? 4 : 16, b;
+
+		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != family ||
+		    strcmp(i->ifa_name, dev))
+			continue;
+		a = family == AF_INET ? (const __u8 *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+				      : (const __u8 *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+		m = family == AF_INET ? (const __u8 *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr
+				      : (const __u8 *)&((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr;
+		for (b = 0; b < n && (a[b] & m[b]) == (gw[b] & m[b]); b++)
+			;
+		ok = b == n && memcmp(a, gw, n); /* on the subnet, not our own address */
+	}
+	freeifaddrs(ifa);
+	return ok;
+}
+
+/* Gateways checked recently: a table of 100k routes has a handful of them. */
+static struct {
+	int family;
+	struct xdpr_nh nh;
+} gw_ok[16];
+static unsigned int gw_ok_next;
+
+static bool gw_cached(int family, const struct xdpr_nh *nh)
+{
+	for (size_t i = 0; i < sizeof(gw_ok) / sizeof(gw_ok[0]); i++)
+		if (gw_ok[i].family == family && !memcmp(&gw_ok[i].nh, nh, sizeof(*nh)))
+			return true;
+	return false;
+}
+
+int xdpr_route_check(struct xdpr *x, const struct xdpr_route_spec *rs)
+{
+	char p[64], g[INET6_ADDRSTRLEN], dev[IF_NAMESIZE];
+
+	fmt_prefix(rs, p, sizeof(p));
+	for (int i = 0; rs->r.action == XDPR_RT_VIA && i < rs->r.nnh; i++) {
+		const struct xdpr_nh *nh = &rs->r.nh[i];
+
+		if (gw_cached(rs->family, nh))
+			continue;
+		inet_ntop(rs->family, nh->gw, g, sizeof(g));
+		if (!if_indextoname(nh->ifindex, dev)) {
+			seterr(x, "route %s: device of gateway %s not found", p, g);
+			return -ENODEV;
+		}
+		if (!gw_connected(rs->family, nh->gw, dev)) {
+			seterr(x, "route %s: gateway %s is not on a network connected to \"%s\"", p, g, dev);
+			return -ENETUNREACH;
+		}
+		gw_ok[gw_ok_next % (sizeof(gw_ok) / sizeof(gw_ok[0]))].family = rs->family;
+		gw_ok[gw_ok_next++ % (sizeof(gw_ok) / sizeof(gw_ok[0]))].nh = *nh;
+	}
+	return 0;
+}
+
+/* Route ids in use in the live table (bitmap of XDPR_RT_IDS bits). */
+static int used_ids(struct xdpr *x, __u64 *bits)
+{
+	struct xdpr_cfg c;
+	int slot = live_slot(x, &c);
+
+	if (slot < 0)
+		return slot;
+	for (int v6 = 0; v6 < 2; v6++) {
+		__u8 k[sizeof(struct xdpr_rt6_key)], next[sizeof(struct xdpr_rt6_key)];
+		struct xdpr_route r;
+		int fd = trie_fd(x, v6, slot);
+		void *prev = NULL;
+
+		if (fd < 0)
+			return fd;
+		while (!bpf_map_get_next_key(fd, prev, next)) {
+			memcpy(k, next, sizeof(k));
+			prev = k;
+			if (!bpf_map_lookup_elem(fd, k, &r) && r.id < XDPR_RT_IDS)
+				bits[r.id / 64] |= 1ULL << (r.id % 64);
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+static int zero_counter(struct xdpr *x, __u32 id)
+{
+	static struct xdpr_ctr zero[XDPR_MAX_CPUS * 4];
+	int ncpu = xdpr_ncpus();
+
+	if (ncpu <= 0 || ncpu > (int)(sizeof(zero) / sizeof(zero[0])))
+		return -ERANGE;
+	return bpf_map_update_elem(x->fd[XM_RTSTATS], &id, zero, BPF_ANY) ? -errno : 0;
+}
+
+static int set_routes_flag(struct xdpr *x, struct xdpr_cfg *c, bool on)
+{
+	if (on)
+		c->flags |= XDPR_CFG_ROUTES;
+	else
+		c->flags &= ~XDPR_CFG_ROUTES;
+	return xdpr_cfg_set(x, c);
+}
+
+static void resolve_gateways(const struct xdpr_route_spec *rs)
+{
+	for (int i = 0; rs->r.action == XDPR_RT_VIA && i < rs->r.nnh; i++)
+		xdpr_neigh_use(rs->family, rs->r.nh[i].gw, rs->r.nh[i].ifindex);
+}
+
+int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace)
+{
+	__u8 key[sizeof(struct xdpr_rt6_key)];
+	struct xdpr_route old;
+	struct xdpr_cfg c;
+	int slot, fd, err;
+	char p[64];
+
+	err = xdpr_route_check(x, rs);
+	if (err)
+		return err;
+	slot = live_slot(x, &c);
+	if (slot < 0)
+		return slot;
+	fd = trie_fd(x, rs->family == AF_INET6, slot);
+	if (fd < 0)
+		return fd;
+	make_key(rs, key);
+	fmt_prefix(rs, p, sizeof(p));
+	/* an LPM lookup returns the longest match: compare by walking keys instead */
+	{
+		__u8 k[sizeof(key)], next[sizeof(key)];
+		void *prev = NULL;
+		bool found = false;
+
+		while (!found && !bpf_map_get_next_key(fd, prev, next)) {
+			memcpy(k, next, sizeof(k));
+			prev = k;
+			found = !memcmp(k, key, KEY_SIZE(rs->family == AF_INET6));
+		}
+		if (found && !replace) {
+			close(fd);
+			seterr(x, "route %s exists (use \"route replace\")", p);
+			return -EEXIST;
+		}
+		if (!found && replace) {
+			close(fd);
+			seterr(x, "no route %s to replace", p);
+			return -ENOENT;
+		}
+		if (found && bpf_map_lookup_elem(fd, key, &old) == 0)
+			rs->r.id = old.id; /* replace keeps the counters */
+	}
+	if (!replace) {
+		__u64 *bits = calloc(XDPR_RT_IDS / 64, sizeof(*bits));
+
+		if (!bits) {
+			close(fd);
+			return -ENOMEM;
+		}
+		err = used_ids(x, bits);
+		rs->r.id = 0;
+		for (__u32 id = 1; !err && id < XDPR_RT_IDS && !rs->r.id; id++)
+			if (!(bits[id / 64] & (1ULL << (id % 64))))
+				rs->r.id = id;
+		free(bits);
+		if (!err && !rs->r.id)
+			err = -ENOSPC;
+		if (!err)
+			err = zero_counter(x, rs->r.id);
+		if (err) {
+			close(fd);
+			seterr(x, "cannot allocate a route id: %s", strerror(-err));
+			return err;
+		}
+	}
+	resolve_gateways(rs);
+	if (bpf_map_update_elem(fd, key, &rs->r, replace ? BPF_EXIST : BPF_NOEXIST)) {
+		err = -errno;
+		close(fd);
+		if (err == -E2BIG || err == -ENOSPC)
+			seterr(x, "route table full (%d routes per family)", XDPR_RT_MAX);
+		else
+			seterr(x, "cannot add route %s: %s", p, strerror(-err));
+		return err;
+	}
+	close(fd);
+	return set_routes_flag(x, &c, true);
+}
+
+int xdpr_route_del(struct xdpr *x, const struct xdpr_route_spec *rs)
+{
+	__u8 key[sizeof(struct xdpr_rt6_key)];
+	struct xdpr_cfg c;
+	int slot, fd, err = 0;
+	bool any = false;
+	char p[64];
+
+	slot = live_slot(x, &c);
+	if (slot < 0)
+		return slot;
+	fd = trie_fd(x, rs->family == AF_INET6, slot);
+	if (fd < 0)
+		return fd;
+	make_key(rs, key);
+	if (bpf_map_delete_elem(fd, key)) {
+		err = -errno;
+		fmt_prefix(rs, p, sizeof(p));
+		seterr(x, err == -ENOENT ? "no route %s" : "cannot delete route %s: %s", p, strerror(-err));
+	}
+	close(fd);
+	if (err)
+		return err;
+	for (int v6 = 0; v6 < 2 && !any; v6++) {
+		__u8 next[sizeof(key)];
+
+		fd = trie_fd(x, v6, slot);
+		if (fd < 0)
+			return fd;
+		any = !bpf_map_get_next_key(fd, NULL, next);
+		close(fd);
+	}
+	return set_routes_flag(x, &c, any);
+}
+
+int xdpr_route_load(struct xdpr *x, struct xdpr_route_spec *rs, int n)
+{
+	int fds[2] = { -1, -1 }, err = 0, slot, idle;
+	struct xdpr_cfg c;
+	char p[64];
+
+	slot = live_slot(x, &c);
+	if (slot < 0)
+		return slot;
+	idle = !slot;
+	for (int v6 = 0; v6 < 2; v6++) {
+		fds[v6] = xdpr_rt_new_trie(x, v6);
+		if (fds[v6] < 0) {
+			err = fds[v6];
+			goto out;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		__u8 key[sizeof(struct xdpr_rt6_key)];
+
+		rs[i].r.id = i + 1;
+		make_key(&rs[i], key);
+		err = zero_counter(x, rs[i].r.id);
+		if (!err && bpf_map_update_elem(fds[rs[i].family == AF_INET6], key, &rs[i].r, BPF_NOEXIST))
+			err = -errno;
+		if (err) {
+			fmt_prefix(&rs[i], p, sizeof(p));
+			seterr(x, err == -EEXIST ? "route %s is listed twice" : "cannot load route %s: %s",
+			       p, strerror(-err));
+			goto out;
+		}
+	}
+	/* the idle slot gets the new tables, then one update makes them live */
+	for (int v6 = 0; v6 < 2; v6++)
+		if (bpf_map_update_elem(x->fd[v6 ? XM_RT6 : XM_RT4], &idle, &fds[v6], BPF_ANY)) {
+			err = -errno;
+			seterr(x, "cannot install the new route table: %s", strerror(-err));
+			goto out;
+		}
+	for (int i = 0; i < n; i++)
+		if (i == 0 || memcmp(&rs[i].r.nh, &rs[i - 1].r.nh, sizeof(rs[i].r.nh)))
+			resolve_gateways(&rs[i]);
+	c.rt_slot = idle;
+	err = set_routes_flag(x, &c, n > 0);
+	if (err)
+		goto out;
+	/* drop the old tables' memory: the old slot gets fresh empty tries */
+	for (int v6 = 0; v6 < 2; v6++) {
+		int e = xdpr_rt_new_trie(x, v6);
+
+		if (e >= 0) {
+			bpf_map_update_elem(x->fd[v6 ? XM_RT6 : XM_RT4], &slot, &e, BPF_ANY);
+			close(e);
+		}
+	}
+out:
+	for (int v6 = 0; v6 < 2; v6++)
+		if (fds[v6] >= 0)
+			close(fds[v6]);
+	return err;
+}
+
+int xdpr_route_foreach(struct xdpr *x, int (*cb)(const struct xdpr_route_info *, void *), void *arg)
+{
+	static struct xdpr_ctr pc[XDPR_MAX_CPUS * 4];
+	static struct xdpr_route_info ri;
+	int ncpu = xdpr_ncpus(), slot, err = 0;
+	struct xdpr_cfg c;
+
+	slot = live_slot(x, &c);
+	if (slot < 0)
+		return slot;
+	if (ncpu <= 0 || ncpu > (int)(sizeof(pc) / sizeof(pc[0])))
+		return -ERANGE;
+	for (int v6 = 0; v6 < 2 && !err; v6++) {
+		__u8 k[sizeof(struct xdpr_rt6_key)], next[sizeof(struct xdpr_rt6_key)];
+		int fd = trie_fd(x, v6, slot);
+		void *prev = NULL;
+
+		if (fd < 0)
+			return fd;
+		while (!err && !bpf_map_get_next_key(fd, prev, next)) {
+			memcpy(k, next, sizeof(k));
+			prev = k;
+			memset(&ri, 0, sizeof(ri));
+			if (bpf_map_lookup_elem(fd, k, &ri.spec.r))
+				continue;
+			ri.spec.family = v6 ? AF_INET6 : AF_INET;
+			ri.spec.plen = ((struct xdpr_rt6_key *)k)->prefixlen;
+			memcpy(ri.spec.addr, ((struct xdpr_rt6_key *)k)->addr, v6 ? 16 : 4);
+			if (!bpf_map_lookup_elem(x->fd[XM_RTSTATS], &ri.spec.r.id, pc))
+				for (int cpu = 0; cpu < ncpu; cpu++) {
+					ri.sum.packets += pc[cpu].packets;
+					ri.sum.bytes += pc[cpu].bytes;
+					if (cpu < XDPR_MAX_CPUS)
+						ri.cpu[cpu] = pc[cpu];
+				}
+			err = cb(&ri, arg);
+		}
+		close(fd);
+	}
+	return err > 0 ? 0 : err;
+}
