@@ -20,6 +20,9 @@ cases=(
 	"2|invalid port range \"9-1\"|nat add out eth0 masquerade ports 9-1"
 	"2|expected \"del out DEV [src PREFIX]\"|nat del eth0"
 	"2|unknown timeout \"tcp\"|nat timeout tcp 5"
+	"2|unknown route command \"frob\"|route frob"
+	"2|host bits set in \"10.0.0.1/8\"|route add 10.0.0.1/8 blackhole"
+	"2|expected \"route del PREFIX\"|route del"
 )
 n=$(grep -c '^\(not \)\?ok' /tmp/xdpr-unit.$$)
 echo "1..$((n + ${#cases[@]} * 2 + 2))"

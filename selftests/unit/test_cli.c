@@ -6,6 +6,8 @@
 #include "cli.h"
 #include "out.h"
 #include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/socket.h>
 
 struct cli_opts opts;
 
@@ -59,7 +61,7 @@ int main(void)
 	char err[256];
 	int names_ok = 1;
 
-	tap_plan(56);
+	tap_plan(66);
 
 	tap_ok(PARSE(parse_attach, &a, "eth1", "eth2") == 0 && a.ndev == 2 &&
 	       a.mode == XDPR_MODE_NATIVE && !a.force, "attach: two devices, native by default");
@@ -186,6 +188,33 @@ int main(void)
 		       c.udp == 120, "knobs: udp 0 refused, value unchanged");
 		tap_ok(parse_knobs("limit", 2, ARGV("udp", "5"), &c, err, sizeof(err)) == EXIT_USAGE &&
 		       strstr(err, "unknown limit \"udp\""), "knobs: words belong to their command");
+	}
+	/* route grammar (devices resolved: "lo" exists everywhere) */
+	{
+		struct xdpr_route_spec rs;
+
+		tap_ok(PARSE(parse_route, &rs, "192.0.2.0/24", "blackhole") == 0 && rs.family == AF_INET &&
+		       rs.plen == 24 && rs.r.action == XDPR_RT_BLACKHOLE, "route: blackhole");
+		tap_ok(PARSE(parse_route, &rs, "2001:db8::/32", "pass") == 0 && rs.family == AF_INET6 &&
+		       rs.plen == 32 && rs.r.action == XDPR_RT_PASS, "route: IPv6 pass");
+		tap_ok(PARSE(parse_route, &rs, "10.0.0.0/8", "via", "127.0.0.2", "dev", "lo", "via",
+			     "127.0.0.3", "dev", "lo") == 0 && rs.r.action == XDPR_RT_VIA && rs.r.nnh == 2 &&
+		       rs.r.nh[1].gw[3] == 3 && rs.r.nh[0].ifindex == if_nametoindex("lo"),
+		       "route: two next hops");
+		tap_ok(PARSE(parse_route, &rs, "10.0.0.1/8", "blackhole") == EXIT_USAGE &&
+		       strstr(err, "host bits set in \"10.0.0.1/8\""), "route: host bits set");
+		tap_ok(PARSE(parse_route, &rs, "2001:db8::1/129", "pass") == EXIT_USAGE,
+		       "route: IPv6 prefix length 129");
+		tap_ok(PARSE(parse_route, &rs, "10.0.0.0/8", "via", "2001:db8::1", "dev", "lo") == EXIT_USAGE &&
+		       strstr(err, "invalid gateway"), "route: IPv6 gateway for an IPv4 route");
+		tap_ok(PARSE(parse_route, &rs, "10.0.0.0/8", "via", "127.0.0.2") == EXIT_USAGE &&
+		       strstr(err, "needs \"GW dev DEV\""), "route: via without dev");
+		tap_ok(PARSE(parse_route, &rs, "10.0.0.0/8", "via", "127.0.0.2", "dev", "nosuch0") == EXIT_FAIL &&
+		       strstr(err, "cannot find device \"nosuch0\""), "route: unknown device is a runtime error");
+		tap_ok(PARSE(parse_route, &rs, "10.0.0.0/8", "blackhole", "now") == EXIT_USAGE,
+		       "route: words after blackhole");
+		tap_ok(PARSE(parse_route, &rs, "10.0.0.0/8", "drop") == EXIT_USAGE &&
+		       strstr(err, "unknown route word \"drop\""), "route: unknown action");
 	}
 	return tap_done();
 }
