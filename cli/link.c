@@ -17,10 +17,21 @@ static void link_usage(void)
 
 #define USAGE(...) (snprintf(err, len, __VA_ARGS__), EXIT_USAGE)
 
-static int check_dev_name(const char *d, char *err, size_t len)
+/* "DEV" or "dev DEV" at argv[*i] onto devs[]; advances *i past a "dev". */
+static int take_dev(int argc, char **argv, int *i, char **devs, int *ndev, char *err, size_t len)
 {
+	char *d = argv[*i];
+
+	if (!strcmp(d, "dev")) {
+		if (++*i >= argc)
+			return USAGE("\"dev\" needs a device name");
+		d = argv[*i];
+	}
 	if (!*d || strlen(d) >= IF_NAMESIZE || strchr(d, '/') || strchr(d, ' '))
 		return USAGE("invalid device name \"%s\"", d);
+	if (*ndev >= XDPR_MAX_IFACES - 1)
+		return USAGE("too many devices");
+	devs[(*ndev)++] = d;
 	return 0;
 }
 
@@ -40,19 +51,8 @@ int parse_attach(int argc, char **argv, struct attach_args *a, char *err, size_t
 				return USAGE("unknown mode \"%s\" (expected native or skb)", argv[i]);
 		} else if (!strcmp(argv[i], "force")) {
 			a->force = true;
-		} else {
-			const char *d = argv[i];
-
-			if (!strcmp(d, "dev")) {
-				if (++i >= argc)
-					return USAGE("\"dev\" needs a device name");
-				d = argv[i];
-			}
-			if (check_dev_name(d, err, len))
-				return EXIT_USAGE;
-			if (a->ndev >= XDPR_MAX_IFACES - 1)
-				return USAGE("too many devices");
-			a->devs[a->ndev++] = (char *)d;
+		} else if (take_dev(argc, argv, &i, a->devs, &a->ndev, err, len)) {
+			return EXIT_USAGE;
 		}
 	}
 	if (!a->ndev)
@@ -70,20 +70,10 @@ int parse_detach(int argc, char **argv, struct detach_args *a, char *err, size_t
 	if (argc == 1 && !strcmp(argv[0], "all"))
 		return 0;
 	for (int i = 0; i < argc; i++) {
-		const char *d = argv[i];
-
-		if (!strcmp(d, "all"))
+		if (!strcmp(argv[i], "all"))
 			return USAGE("\"all\" cannot be combined with device names");
-		if (!strcmp(d, "dev")) {
-			if (++i >= argc)
-				return USAGE("\"dev\" needs a device name");
-			d = argv[i];
-		}
-		if (check_dev_name(d, err, len))
+		if (take_dev(argc, argv, &i, a->devs, &a->ndev, err, len))
 			return EXIT_USAGE;
-		if (a->ndev >= XDPR_MAX_IFACES - 1)
-			return USAGE("too many devices");
-		a->devs[a->ndev++] = (char *)d;
 	}
 	if (!a->ndev)
 		return USAGE("\"link detach\" needs device names or \"all\"");

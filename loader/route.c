@@ -46,6 +46,26 @@ static int trie_fd(struct xdpr *x, int v6, __u32 slot)
 	return fd;
 }
 
+/*
+ * Call cb(key, route, arg) for every entry of one trie; stops when cb
+ * returns non-zero and passes that on.
+ */
+static int trie_walk(int fd, int (*cb)(const void *key, const struct xdpr_route *r, void *arg), void *arg)
+{
+	__u8 k[sizeof(struct xdpr_rt6_key)], next[sizeof(struct xdpr_rt6_key)];
+	struct xdpr_route r;
+	void *prev = NULL;
+	int ret = 0;
+
+	while (!ret && !bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(k, next, sizeof(k));
+		prev = k;
+		if (!bpf_map_lookup_elem(fd, k, &r))
+			ret = cb(k, &r, arg);
+	}
+	return ret;
+}
+
 static int live_slot(struct xdpr *x, struct xdpr_cfg *c)
 {
 	int err = xdpr_cfg_get(x, c);
@@ -130,6 +150,14 @@ int xdpr_route_check(struct xdpr *x, const struct xdpr_route_spec *rs)
 	return 0;
 }
 
+static int mark_id(const void *key, const struct xdpr_route *r, void *bits)
+{
+	(void)key;
+	if (r->id < XDPR_RT_IDS)
+		((__u64 *)bits)[r->id / 64] |= 1ULL << (r->id % 64);
+	return 0;
+}
+
 /* Route ids in use in the live table (bitmap of XDPR_RT_IDS bits). */
 static int used_ids(struct xdpr *x, __u64 *bits)
 {
@@ -139,19 +167,11 @@ static int used_ids(struct xdpr *x, __u64 *bits)
 	if (slot < 0)
 		return slot;
 	for (int v6 = 0; v6 < 2; v6++) {
-		__u8 k[sizeof(struct xdpr_rt6_key)], next[sizeof(struct xdpr_rt6_key)];
-		struct xdpr_route r;
 		int fd = trie_fd(x, v6, slot);
-		void *prev = NULL;
 
 		if (fd < 0)
 			return fd;
-		while (!bpf_map_get_next_key(fd, prev, next)) {
-			memcpy(k, next, sizeof(k));
-			prev = k;
-			if (!bpf_map_lookup_elem(fd, k, &r) && r.id < XDPR_RT_IDS)
-				bits[r.id / 64] |= 1ULL << (r.id % 64);
-		}
+		trie_walk(fd, mark_id, bits);
 		close(fd);
 	}
 	return 0;
@@ -182,10 +202,25 @@ static void resolve_gateways(const struct xdpr_route_spec *rs)
 		xdpr_neigh_use(rs->family, rs->r.nh[i].gw, rs->r.nh[i].ifindex);
 }
 
+struct find_ctx {
+	const void *key;
+	size_t len;
+	__u32 id;
+};
+
+static int find_key(const void *key, const struct xdpr_route *r, void *arg)
+{
+	struct find_ctx *fc = arg;
+
+	if (memcmp(key, fc->key, fc->len))
+		return 0;
+	fc->id = r->id;
+	return 1;
+}
+
 int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace)
 {
 	__u8 key[sizeof(struct xdpr_rt6_key)];
-	struct xdpr_route old;
 	struct xdpr_cfg c;
 	int slot, fd, err;
 	char p[64];
@@ -203,15 +238,9 @@ int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace)
 	fmt_prefix(rs, p, sizeof(p));
 	/* an LPM lookup returns the longest match: compare by walking keys instead */
 	{
-		__u8 k[sizeof(key)], next[sizeof(key)];
-		void *prev = NULL;
-		bool found = false;
+		struct find_ctx fc = { .key = key, .len = KEY_SIZE(rs->family == AF_INET6) };
+		bool found = trie_walk(fd, find_key, &fc) > 0;
 
-		while (!found && !bpf_map_get_next_key(fd, prev, next)) {
-			memcpy(k, next, sizeof(k));
-			prev = k;
-			found = !memcmp(k, key, KEY_SIZE(rs->family == AF_INET6));
-		}
 		if (found && !replace) {
 			close(fd);
 			seterr(x, "route %s exists (use \"route replace\")", p);
@@ -222,8 +251,8 @@ int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace)
 			seterr(x, "no route %s to replace", p);
 			return -ENOENT;
 		}
-		if (found && bpf_map_lookup_elem(fd, key, &old) == 0)
-			rs->r.id = old.id; /* replace keeps the counters */
+		if (found)
+			rs->r.id = fc.id; /* replace keeps the counters */
 	}
 	if (!replace) {
 		__u64 *bits = calloc(XDPR_RT_IDS / 64, sizeof(*bits));
@@ -359,43 +388,52 @@ out:
 	return err;
 }
 
-int xdpr_route_foreach(struct xdpr *x, int (*cb)(const struct xdpr_route_info *, void *), void *arg)
+struct foreach_ctx {
+	struct xdpr *x;
+	int v6, ncpu;
+	int (*cb)(const struct xdpr_route_info *, void *);
+	void *arg;
+};
+
+static int foreach_one(const void *key, const struct xdpr_route *r, void *arg)
 {
 	static struct xdpr_ctr pc[XDPR_MAX_CPUS * 4];
 	static struct xdpr_route_info ri;
-	int ncpu = xdpr_ncpus(), slot, err = 0;
+	struct foreach_ctx *fc = arg;
+	const struct xdpr_rt6_key *k = key;
+
+	memset(&ri, 0, sizeof(ri));
+	ri.spec.r = *r;
+	ri.spec.family = fc->v6 ? AF_INET6 : AF_INET;
+	ri.spec.plen = k->prefixlen;
+	memcpy(ri.spec.addr, k->addr, fc->v6 ? 16 : 4);
+	if (!bpf_map_lookup_elem(fc->x->fd[XM_RTSTATS], &r->id, pc))
+		for (int cpu = 0; cpu < fc->ncpu; cpu++) {
+			ri.sum.packets += pc[cpu].packets;
+			ri.sum.bytes += pc[cpu].bytes;
+			if (cpu < XDPR_MAX_CPUS)
+				ri.cpu[cpu] = pc[cpu];
+		}
+	return fc->cb(&ri, fc->arg);
+}
+
+int xdpr_route_foreach(struct xdpr *x, int (*cb)(const struct xdpr_route_info *, void *), void *arg)
+{
+	struct foreach_ctx fc = { .x = x, .ncpu = xdpr_ncpus(), .cb = cb, .arg = arg };
 	struct xdpr_cfg c;
+	int slot, err = 0;
 
 	slot = live_slot(x, &c);
 	if (slot < 0)
 		return slot;
-	if (ncpu <= 0 || ncpu > (int)(sizeof(pc) / sizeof(pc[0])))
+	if (fc.ncpu <= 0 || fc.ncpu > XDPR_MAX_CPUS * 4)
 		return -ERANGE;
-	for (int v6 = 0; v6 < 2 && !err; v6++) {
-		__u8 k[sizeof(struct xdpr_rt6_key)], next[sizeof(struct xdpr_rt6_key)];
-		int fd = trie_fd(x, v6, slot);
-		void *prev = NULL;
+	for (fc.v6 = 0; fc.v6 < 2 && !err; fc.v6++) {
+		int fd = trie_fd(x, fc.v6, slot);
 
 		if (fd < 0)
 			return fd;
-		while (!err && !bpf_map_get_next_key(fd, prev, next)) {
-			memcpy(k, next, sizeof(k));
-			prev = k;
-			memset(&ri, 0, sizeof(ri));
-			if (bpf_map_lookup_elem(fd, k, &ri.spec.r))
-				continue;
-			ri.spec.family = v6 ? AF_INET6 : AF_INET;
-			ri.spec.plen = ((struct xdpr_rt6_key *)k)->prefixlen;
-			memcpy(ri.spec.addr, ((struct xdpr_rt6_key *)k)->addr, v6 ? 16 : 4);
-			if (!bpf_map_lookup_elem(x->fd[XM_RTSTATS], &ri.spec.r.id, pc))
-				for (int cpu = 0; cpu < ncpu; cpu++) {
-					ri.sum.packets += pc[cpu].packets;
-					ri.sum.bytes += pc[cpu].bytes;
-					if (cpu < XDPR_MAX_CPUS)
-						ri.cpu[cpu] = pc[cpu];
-				}
-			err = cb(&ri, arg);
-		}
+		err = trie_walk(fd, foreach_one, &fc);
 		close(fd);
 	}
 	return err > 0 ? 0 : err;
