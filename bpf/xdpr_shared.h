@@ -129,6 +129,8 @@ static inline int xdpr_reason_verdict(int reason)
 enum xdpr_nat_rule_flags {
 	XDPR_NAT_MASQ = 1 << 0, /* outside address = the egress interface's own      */
 	XDPR_NAT_EIF  = 1 << 1, /* endpoint-independent filtering (default: APDF)     */
+	XDPR_NAT_RETIRED = 1 << 2, /* replaced: matches no new packet, its sessions live on
+	                              until they end or the interface's rule is deleted */
 };
 
 struct xdpr_nat_rule {

@@ -77,7 +77,8 @@ int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max)
 		struct xdpr_rule_info *ri = &out[n];
 
 		memset(ri, 0, sizeof(*ri));
-		if (bpf_map_lookup_elem(x->fd[XM_RULES], &id, &ri->r) || !ri->r.ifindex)
+		if (bpf_map_lookup_elem(x->fd[XM_RULES], &id, &ri->r) || !ri->r.ifindex ||
+		    (ri->r.flags & XDPR_NAT_RETIRED))
 			continue;
 		ri->id = id;
 		if (!if_indextoname(ri->r.ifindex, ri->dev))
@@ -297,9 +298,9 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 		return err;
 	}
 	c.next_rule = id;
-	if (old_id) {
+	if (old_id && !bpf_map_lookup_elem(x->fd[XM_RULES], &old_id, &cur)) {
 		/* the replaced rule's sessions keep their mappings until they end */
-		memset(&cur, 0, sizeof(cur));
+		cur.flags |= XDPR_NAT_RETIRED;
 		bpf_map_update_elem(x->fd[XM_RULES], &old_id, &cur, BPF_ANY);
 	}
 	err = xdpr_cfg_set(x, &c);
@@ -347,8 +348,8 @@ static int unlink_rules(struct xdpr *x, const __u32 *ids, int nids)
 int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 {
 	struct xdpr_rule_info *ri = calloc(XDPR_NAT_MAX_RULES, sizeof(*ri));
-	struct xdpr_nat_rule empty = {};
-	__u32 id = 0;
+	struct xdpr_nat_rule empty = {}, r;
+	__u32 id = 0, ifindex = 0;
 	int n, err;
 	char p[32];
 
@@ -356,8 +357,10 @@ int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 		return -ENOMEM;
 	n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES);
 	for (int i = 0; i < n; i++)
-		if (!strcmp(ri[i].dev, dev) && ri[i].r.src_net == net && ri[i].r.src_mask == mask)
+		if (!strcmp(ri[i].dev, dev) && ri[i].r.src_net == net && ri[i].r.src_mask == mask) {
 			id = ri[i].id;
+			ifindex = ri[i].r.ifindex;
+		}
 	free(ri);
 	if (n < 0)
 		return n;
@@ -371,10 +374,15 @@ int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 		return -ENOENT;
 	}
 	err = unlink_rules(x, &id, 1);
-	if (!err)
-		err = xdpr_nat_gc(x, XDPR_GC_RULE, id, NULL); /* its flows end now */
-	if (!err && bpf_map_update_elem(x->fd[XM_RULES], &id, &empty, BPF_ANY))
-		err = -errno;
+	/* its flows end now: its own sessions and those of rules it replaced here */
+	for (__u32 k = 1; !err && k < XDPR_NAT_MAX_RULES; k++) {
+		if (bpf_map_lookup_elem(x->fd[XM_RULES], &k, &r) || r.ifindex != ifindex ||
+		    (k != id && !(r.flags & XDPR_NAT_RETIRED)))
+			continue;
+		err = xdpr_nat_gc(x, XDPR_GC_RULE, k, NULL);
+		if (!err && bpf_map_update_elem(x->fd[XM_RULES], &k, &empty, BPF_ANY))
+			err = -errno;
+	}
 	return err ? err : set_nat_flag(x);
 }
 

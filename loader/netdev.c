@@ -132,9 +132,45 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex)
 	return (f & NETDEV_XDP_ACT_NDO_XMIT) ? XDPR_XMIT_YES : XDPR_XMIT_NO;
 }
 
+/* Does the kernel have a usable entry for this neighbour?  1 yes, 0 no, <0 error. */
+static int neigh_valid(int fd, int family, const void *addr, __u32 ifindex)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ndmsg nd;
+		char attrs[32];
+	} r = {};
+	char buf[1024];
+	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+	struct nlattr *a;
+	int len = family == AF_INET6 ? 16 : 4;
+	ssize_t n;
+
+	r.nh.nlmsg_len = NLMSG_LENGTH(sizeof(r.nd));
+	r.nh.nlmsg_type = RTM_GETNEIGH;
+	r.nh.nlmsg_flags = NLM_F_REQUEST;
+	r.nd.ndm_family = family;
+	r.nd.ndm_ifindex = ifindex;
+	a = (struct nlattr *)((char *)&r + NLMSG_ALIGN(r.nh.nlmsg_len));
+	a->nla_type = NDA_DST;
+	a->nla_len = NLA_HDRLEN + len;
+	memcpy((char *)a + NLA_HDRLEN, addr, len);
+	r.nh.nlmsg_len = NLMSG_ALIGN(r.nh.nlmsg_len) + NLA_ALIGN(a->nla_len);
+	if (send(fd, &r, r.nh.nlmsg_len, 0) < 0)
+		return -errno;
+	n = recv(fd, buf, sizeof(buf), 0);
+	if (n < 0)
+		return -errno;
+	if (!NLMSG_OK(nh, (size_t)n) || nh->nlmsg_type != RTM_NEWNEIGH)
+		return 0; /* NLMSG_ERROR: no such entry */
+	return (((struct ndmsg *)NLMSG_DATA(nh))->ndm_state & (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)) != 0;
+}
+
 /*
- * Make the kernel resolve a neighbour now (RTM_NEWNEIGH with NTF_USE), so a
- * route map gateway the kernel itself never talks to gets a MAC address.
+ * Make the kernel resolve a neighbour now, so a route map gateway the kernel
+ * itself never talks to gets a MAC address.  An entry that is already usable
+ * (static ones included) is left alone: NTF_USE goes through neigh_update on
+ * current kernels and would reset it.
  */
 int xdpr_neigh_use(int family, const void *addr, __u32 ifindex)
 {
@@ -149,9 +185,14 @@ int xdpr_neigh_use(int family, const void *addr, __u32 ifindex)
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (fd < 0)
 		return -errno;
+	err = neigh_valid(fd, family, addr, ifindex);
+	if (err != 0) {
+		close(fd);
+		return err < 0 ? err : 0;
+	}
 	r.nh.nlmsg_len = NLMSG_LENGTH(sizeof(r.nd));
 	r.nh.nlmsg_type = RTM_NEWNEIGH;
-	r.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_REPLACE;
+	r.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE;
 	r.nd.ndm_family = family;
 	r.nd.ndm_ifindex = ifindex;
 	r.nd.ndm_state = NUD_NONE;
