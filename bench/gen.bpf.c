@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gen.bpf.c - the bench's traffic generator (bench only, not part of xdpr).
+ *
+ * xbench runs it with BPF_PROG_TEST_RUN and BPF_F_TEST_XDP_LIVE_FRAMES on
+ * g0: every XDP_TX leaves g0 for the router's r0.  Pages are recycled
+ * without being rewritten, and the router rewrites what it forwards, so
+ * each run rebuilds the whole header from the templates in cfg: Ethernet,
+ * IP, L4, then the flow's source port and address, lengths and checksums.
+ * The payload is never written and stays zero (the template page).
+ */
+#include <linux/bpf.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <linux/tcp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "bench.h"
+
+/* Writable global (not const volatile: see NOTES), set through the skeleton before load. */
+struct gen_cfg cfg;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_ctr);
+} gen_ctr SEC(".maps");
+
+/* One's complement sum of a constant number of 16-bit words (network order in, network order out). */
+#define SUM16(p, words) ({                                  \
+	const __u16 *__w = (const void *)(p);               \
+	__u32 __s = 0;                                      \
+	_Pragma("unroll")                                   \
+	for (int __i = 0; __i < (words); __i++)             \
+		__s += __w[__i];                            \
+	__s; })
+
+SEC("xdp")
+int xb_gen(struct xdp_md *ctx)
+{
+	__u32 key = 0, size, l4len, step, pseudo;
+	struct gen_ctr *c;
+	void *data, *end, *l4;
+	__u64 seq, idx;
+	__be16 sport, dport;
+	int delta;
+
+	c = bpf_map_lookup_elem(&gen_ctr, &key);
+	if (!c)
+		return XDP_ABORTED;
+	seq = c->seq++;
+
+	size = cfg.sizes[0];
+	if (cfg.nsizes > 1)
+		size = cfg.sizes[(seq % cfg.nsizes) & 15];
+	delta = (int)size - (int)(ctx->data_end - ctx->data);
+	if (delta && bpf_xdp_adjust_tail(ctx, delta))
+		return XDP_ABORTED;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+
+	/*
+	 * Source port first, then the destination port (4096 of them), then
+	 * the source address.  With one source address even 65536 flows fit a
+	 * NAT with one outside address; new flows (flows = 0) make every frame
+	 * a new 5-tuple, the first 50000 also a new inside endpoint.
+	 */
+	idx = cfg.flows ? seq % cfg.flows : seq;
+	sport = bpf_htons(GEN_PORT_BASE + idx % GEN_PORT_SPAN);
+	idx /= GEN_PORT_SPAN;
+	dport = bpf_htons(bpf_ntohs(cfg.dport) + (idx & 0xfff));
+	step = (idx >> 12) & cfg.addr_mask;
+
+	if (data + 14 > end)
+		return XDP_ABORTED;
+	__builtin_memcpy(data, cfg.eth, 14);
+
+	if (!cfg.ipv6) {
+		struct iphdr *ip = data + 14;
+
+		if ((void *)(ip + 1) > end)
+			return XDP_ABORTED;
+		__builtin_memcpy(ip, cfg.ip, sizeof(*ip));
+		ip->tot_len = bpf_htons(size - 14);
+		ip->saddr = bpf_htonl(bpf_ntohl(ip->saddr) + step);
+		ip->check = 0;
+		ip->check = ~xb_fold(SUM16(ip, 10));
+		l4 = ip + 1;
+		l4len = size - 14 - sizeof(*ip);
+		pseudo = SUM16(&ip->saddr, 4);
+	} else {
+		struct ipv6hdr *ip6 = data + 14;
+
+		if ((void *)(ip6 + 1) > end)
+			return XDP_ABORTED;
+		__builtin_memcpy(ip6, cfg.ip, sizeof(*ip6));
+		l4len = size - 14 - sizeof(*ip6);
+		ip6->payload_len = bpf_htons(l4len);
+		ip6->saddr.in6_u.u6_addr32[3] =
+			bpf_htonl(bpf_ntohl(ip6->saddr.in6_u.u6_addr32[3]) + step);
+		l4 = ip6 + 1;
+		pseudo = SUM16(&ip6->saddr, 16);
+	}
+	pseudo += bpf_htons(cfg.proto) + bpf_htons(l4len);
+
+	if (cfg.proto == IPPROTO_UDP) {
+		struct udphdr *udp = l4;
+		__u16 csum;
+
+		if ((void *)(udp + 1) > end)
+			return XDP_ABORTED;
+		__builtin_memcpy(udp, cfg.l4, sizeof(*udp));
+		udp->source = sport;
+		udp->dest = dport;
+		udp->len = bpf_htons(l4len);
+		udp->check = 0;
+		csum = ~xb_fold(pseudo + SUM16(udp, 4));
+		udp->check = csum ?: 0xffff; /* 0 means "no checksum" (RFC 768) */
+	} else {
+		struct tcphdr *tcp = l4;
+
+		if ((void *)(tcp + 1) > end)
+			return XDP_ABORTED;
+		__builtin_memcpy(tcp, cfg.l4, sizeof(*tcp));
+		tcp->source = sport;
+		tcp->dest = dport;
+		tcp->check = 0;
+		tcp->check = ~xb_fold(pseudo + SUM16(tcp, 10));
+	}
+	c->packets++;
+	c->bytes += size;
+	return XDP_TX;
+}
+
+char _license[] SEC("license") = "GPL";

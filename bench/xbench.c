@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xbench - the bench's C helper, driven by bench/run (bench only).
+ *
+ *   xbench gen DEV [KEY VAL]...       live XDP frames out of DEV, report JSON
+ *       smac MAC dmac MAC src ADDR dst ADDR   (required; IPv4 or IPv6)
+ *       proto udp|tcp  dport N  ttl N  size BYTES|imix  flows N|new
+ *       secs S  count N  rate PPS  cpus LIST  batch N
+ *   xbench attach sink DEV [KEY VAL]...
+ *   xbench attach minfwd DEV [DEV]...  minimal forwarder, redirect map = the DEVs
+ *   xbench detach DEV [DEV]...
+ *   xbench read DEV [PID]...          sink counters on DEV + CPU time of PIDs, JSON
+ *   xbench progstat PROG_ID SECS      run_cnt/run_time_ns delta with BPF stats on
+ *
+ * Device names are resolved in the caller's network namespace: bench/run
+ * calls every command through `ip netns exec`.  Errors: one line on stderr,
+ * "Error: ...", exit 1 (2 for usage).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_link.h>
+#include <linux/in.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "bench.h"
+#include "gen.skel.h"
+#include "sink.skel.h"
+#include "min_fwd.skel.h"
+
+#define GEN_MAX_THREADS 8
+
+static int fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("Error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int dev_index(const char *dev, __u32 *ifindex)
+{
+	*ifindex = if_nametoindex(dev);
+	return *ifindex ? 0 : fail(1, "device \"%s\": %s", dev, strerror(errno));
+}
+
+static int parse_mac(const char *s, __u8 *mac)
+{
+	return s && sscanf(s, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &mac[0], &mac[1], &mac[2], &mac[3],
+			   &mac[4], &mac[5]) == 6 ? 0 : -1;
+}
+
+/* "ADDR" or "ADDR/PLEN"; v6 set by the address family. */
+static int parse_addr(const char *s, __u8 *addr, int *v6, int *plen)
+{
+	char buf[64], *slash;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash++ = 0;
+	*v6 = strchr(buf, ':') != NULL;
+	if (inet_pton(*v6 ? AF_INET6 : AF_INET, buf, addr) != 1)
+		return -1;
+	if (plen) {
+		*plen = slash ? atoi(slash) : (*v6 ? 128 : 32);
+		if (*plen < 0 || *plen > (*v6 ? 128 : 32))
+			return -1;
+	}
+	return 0;
+}
+
+static int parse_proto(const char *s, __u8 *proto)
+{
+	if (s && !strcmp(s, "udp"))
+		*proto = IPPROTO_UDP;
+	else if (s && !strcmp(s, "tcp"))
+		*proto = IPPROTO_TCP;
+	else
+		return -1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ gen */
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+struct gen_thread {
+	pthread_t tid;
+	int cpu, prog_fd, err;
+	__u32 ifindex, len, batch;
+	double rate, secs; /* per thread; rate 0 = as fast as possible */
+	__u64 count;       /* frames to send, 0: until secs have passed */
+	void *frame;
+	__u64 runs;
+};
+
+static void *gen_run(void *arg)
+{
+	struct gen_thread *t = arg;
+	struct xdp_md md = { .data = 0, .data_end = t->len, .ingress_ifindex = t->ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = t->frame, .data_size_in = t->len,
+		    .ctx_in = &md, .ctx_size_in = sizeof(md), .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+		    .batch_size = t->batch);
+	double start, end, ahead;
+	cpu_set_t set;
+	__u32 chunk;
+
+	CPU_ZERO(&set);
+	CPU_SET(t->cpu, &set);
+	if ((t->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set)))
+		return NULL;
+	/* about 1 ms of frames per call when capped, 64k otherwise */
+	chunk = t->rate ? (__u32)(t->rate / 1000) : 65536;
+	if (chunk < t->batch)
+		chunk = t->batch;
+	start = now();
+	end = start + t->secs;
+	while (!stop && now() < end && (!t->count || t->runs < t->count)) {
+		if (t->count && t->count - t->runs < chunk)
+			chunk = t->count - t->runs;
+		o.repeat = chunk;
+		if (bpf_prog_test_run_opts(t->prog_fd, &o)) {
+			if (errno == EINTR)
+				break;
+			t->err = errno;
+			return NULL;
+		}
+		t->runs += chunk;
+		if (t->rate) {
+			ahead = start + t->runs / t->rate - now();
+			if (ahead > 0)
+				usleep((useconds_t)(ahead * 1e6));
+		}
+	}
+	return NULL;
+}
+
+static const __u32 imix[GEN_MAX_SIZES] = { 64, 64, 64, 64, 64, 64, 64, 576, 576, 576, 576, 1500 };
+
+static int cmd_gen(int argc, char **argv)
+{
+	const char *dev = argv[0], *cpus = "0";
+	struct gen_thread th[GEN_MAX_THREADS] = {};
+	__u8 smac[6], dmac[6], saddr[16], daddr[16], ttl = 64, *frame = NULL;
+	int v6 = -1, dv6, nth = 0, hdr, err = 1, ncpu;
+	double secs = 5, rate = 0, t0, t1;
+	struct gen_ctr *ctr = NULL, sum = {};
+	struct xb_gen_bpf *skel = NULL;
+	struct gen_cfg *cfg;
+	__u32 ifindex, maxlen = 0, batch = 64, key = 0;
+	bool have_smac = false, have_dmac = false, have_dst = false;
+	long flows = 1;
+	unsigned long long count = 0;
+	char *tok, list[128];
+
+	skel = xb_gen_bpf__open();
+	if (!skel)
+		return fail(1, "open generator: %s", strerror(errno));
+	cfg = &skel->bss->cfg;
+	cfg->proto = IPPROTO_UDP;
+	cfg->dport = htons(9);
+	cfg->nsizes = 1;
+	cfg->sizes[0] = 64;
+	for (int i = 1; i + 1 < argc; i += 2) {
+		const char *k = argv[i], *v = argv[i + 1];
+
+		if (!strcmp(k, "smac"))
+			have_smac = !parse_mac(v, smac);
+		else if (!strcmp(k, "dmac"))
+			have_dmac = !parse_mac(v, dmac);
+		else if (!strcmp(k, "src") && !parse_addr(v, saddr, &v6, NULL))
+			;
+		else if (!strcmp(k, "dst") && !parse_addr(v, daddr, &dv6, NULL))
+			have_dst = true;
+		else if (!strcmp(k, "proto") && !parse_proto(v, &cfg->proto))
+			;
+		else if (!strcmp(k, "dport"))
+			cfg->dport = htons(atoi(v));
+		else if (!strcmp(k, "ttl"))
+			ttl = atoi(v);
+		else if (!strcmp(k, "flows"))
+			flows = !strcmp(v, "new") ? 0 : atol(v);
+		else if (!strcmp(k, "size") && !strcmp(v, "imix")) {
+			cfg->nsizes = GEN_MAX_SIZES;
+			memcpy(cfg->sizes, imix, sizeof(imix));
+		} else if (!strcmp(k, "size"))
+			cfg->sizes[0] = atoi(v);
+		else if (!strcmp(k, "secs"))
+			secs = atof(v);
+		else if (!strcmp(k, "count"))
+			count = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "rate"))
+			rate = atof(v);
+		else if (!strcmp(k, "batch"))
+			batch = atoi(v);
+		else if (!strcmp(k, "cpus") && strlen(v) < sizeof(list))
+			cpus = v;
+		else {
+			err = fail(2, "gen: bad argument \"%s %s\"", k, v);
+			goto out;
+		}
+	}
+	if (!(argc & 1) || !have_smac || !have_dmac || v6 < 0 || !have_dst || v6 != dv6 ||
+	    flows < 0 || secs <= 0 || secs > 3600 || rate < 0 || !batch || batch > 256) {
+		err = fail(2, "gen: needs smac, dmac, src and dst of one family; see bench/README.md");
+		goto out;
+	}
+	if (dev_index(dev, &ifindex))
+		goto out;
+
+	/* Templates: lengths, ports and checksums are filled in per frame. */
+	hdr = 14 + (v6 ? 40 : 20) + (cfg->proto == IPPROTO_TCP ? 20 : 8);
+	memcpy(cfg->eth, dmac, 6);
+	memcpy(cfg->eth + 6, smac, 6);
+	cfg->eth[12] = v6 ? 0x86 : 0x08;
+	cfg->eth[13] = v6 ? 0xdd : 0x00;
+	cfg->ipv6 = v6;
+	if (v6) {
+		cfg->ip[0] = 0x60;
+		cfg->ip[6] = cfg->proto;
+		cfg->ip[7] = ttl;
+		memcpy(cfg->ip + 8, saddr, 16);
+		memcpy(cfg->ip + 24, daddr, 16);
+	} else {
+		cfg->ip[0] = 0x45;
+		cfg->ip[6] = 0x40; /* DF */
+		cfg->ip[8] = ttl;
+		cfg->ip[9] = cfg->proto;
+		memcpy(cfg->ip + 12, saddr, 4);
+		memcpy(cfg->ip + 16, daddr, 4);
+	}
+	if (cfg->proto == IPPROTO_TCP) {
+		cfg->l4[7] = 1;        /* seq 1 */
+		cfg->l4[11] = 1;       /* ack 1 */
+		cfg->l4[12] = 5 << 4;  /* data offset */
+		cfg->l4[13] = 0x18;    /* PSH ACK: data of an established connection */
+		cfg->l4[14] = 0xff;    /* window */
+	}
+	cfg->flows = flows;
+	cfg->addr_mask = 0xffff; /* new flows: 2^16 source addresses */
+	for (__u32 i = 0; i < cfg->nsizes; i++) {
+		/* IMIX's 64-byte frames: as small as the headers allow (IPv6 + TCP: 74) */
+		if (cfg->nsizes > 1 && cfg->sizes[i] < (__u32)hdr)
+			cfg->sizes[i] = hdr;
+		if (cfg->sizes[i] < (__u32)hdr || cfg->sizes[i] > 1514) {
+			err = fail(2, "gen: frame size %u outside %d..1514", cfg->sizes[i], hdr);
+			goto out;
+		}
+		if (cfg->sizes[i] > maxlen)
+			maxlen = cfg->sizes[i];
+	}
+	if ((err = xb_gen_bpf__load(skel))) {
+		err = fail(1, "load generator: %s", strerror(-err));
+		goto out;
+	}
+	err = 1;
+	/* The template page: zeros; the program writes the headers, never the payload. */
+	frame = calloc(1, maxlen);
+	ncpu = libbpf_num_possible_cpus();
+	ctr = calloc(ncpu, sizeof(*ctr));
+	if (!frame || !ctr || ncpu <= 0) {
+		fail(1, "out of memory");
+		goto out;
+	}
+
+	strcpy(list, cpus);
+	for (tok = strtok(list, ","); tok && nth < GEN_MAX_THREADS; tok = strtok(NULL, ","))
+		th[nth++].cpu = atoi(tok);
+	if (count && nth != 1) {
+		err = fail(2, "gen: \"count\" goes with one CPU");
+		goto out;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	t0 = now();
+	for (int i = 0; i < nth; i++) {
+		th[i].prog_fd = bpf_program__fd(skel->progs.xb_gen);
+		th[i].ifindex = ifindex;
+		th[i].len = maxlen;
+		th[i].batch = batch;
+		th[i].frame = frame;
+		th[i].secs = secs;
+		th[i].rate = rate / nth;
+		th[i].count = count;
+		if ((th[i].err = pthread_create(&th[i].tid, NULL, gen_run, &th[i]))) {
+			nth = i;
+			stop = 1;
+			break;
+		}
+	}
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i].tid, NULL);
+	t1 = now();
+	for (int i = 0; i < nth; i++)
+		if (th[i].err) {
+			fail(1, "generator thread on CPU %d: %s", th[i].cpu, strerror(th[i].err));
+			goto out;
+		}
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.gen_ctr), &key, ctr)) {
+		fail(1, "read generator counters: %s", strerror(errno));
+		goto out;
+	}
+	for (int c = 0; c < ncpu; c++) {
+		sum.seq += ctr[c].seq;
+		sum.packets += ctr[c].packets;
+		sum.bytes += ctr[c].bytes;
+	}
+	printf("{\"sent\":%llu,\"bytes\":%llu,\"runs\":%llu,\"aborted\":%llu,\"secs\":%.6f,"
+	       "\"pps\":%.0f,\"threads\":%d}\n",
+	       sum.packets, sum.bytes, sum.seq, sum.seq - sum.packets, t1 - t0,
+	       sum.packets / (t1 - t0), nth);
+	err = 0;
+out:
+	free(ctr);
+	free(frame);
+	xb_gen_bpf__destroy(skel);
+	return err;
+}
+
+/* ------------------------------------------------------------------ attach */
+
+static int attach(const char *dev, int prog_fd)
+{
+	__u32 ifindex;
+	int err;
+
+	if (dev_index(dev, &ifindex))
+		return 1;
+	err = bpf_xdp_attach(ifindex, prog_fd, XDP_FLAGS_DRV_MODE, NULL);
+	return err ? fail(1, "attach to \"%s\" (native mode): %s", dev, strerror(-err)) : 0;
+}
+
+static int attach_sink(int argc, char **argv)
+{
+	struct xb_sink_bpf *skel = xb_sink_bpf__open();
+	struct sink_cfg *cfg;
+	int v6, plen, err = 2;
+	long sample = 16;
+
+	if (!skel)
+		return fail(1, "open sink: %s", strerror(errno));
+	cfg = &skel->bss->cfg;
+	cfg->proto = IPPROTO_UDP;
+	cfg->ttl = 63;
+	for (int i = 1; i + 1 < argc; i += 2) {
+		const char *k = argv[i], *v = argv[i + 1];
+
+		if (!strcmp(k, "dmac") && !parse_mac(v, cfg->dmac))
+			;
+		else if (!strcmp(k, "smac") && !parse_mac(v, cfg->smac))
+			;
+		else if (!strcmp(k, "src") && !parse_addr(v, cfg->src, &v6, &plen))
+			cfg->src_plen = plen;
+		else if (!strcmp(k, "dst") && !parse_addr(v, cfg->dst, &v6, NULL))
+			cfg->ipv6 = v6;
+		else if (!strcmp(k, "proto") && !parse_proto(v, &cfg->proto))
+			;
+		else if (!strcmp(k, "ttl"))
+			cfg->ttl = atoi(v);
+		else if (!strcmp(k, "sample") && (sample = atol(v)) > 0 && !(sample & (sample - 1)))
+			;
+		else {
+			fail(2, "attach sink: bad argument \"%s %s\"", k, v);
+			goto out;
+		}
+	}
+	if (!(argc & 1)) {
+		fail(2, "attach sink: KEY without VALUE");
+		goto out;
+	}
+	cfg->sample_mask = sample - 1;
+	if ((err = xb_sink_bpf__load(skel))) {
+		err = fail(1, "load sink: %s", strerror(-err));
+		goto out;
+	}
+	err = attach(argv[0], bpf_program__fd(skel->progs.xb_sink));
+out:
+	xb_sink_bpf__destroy(skel);
+	return err;
+}
+
+static int attach_minfwd(int argc, char **argv)
+{
+	struct xb_min_fwd_bpf *skel = xb_min_fwd_bpf__open_and_load();
+	__u32 ifindex[64];
+	int err = 1;
+
+	if (!skel)
+		return fail(1, "load min_fwd: %s", strerror(errno));
+	if (argc > 64) {
+		err = fail(2, "attach minfwd: too many devices");
+		goto out;
+	}
+	/* Fill the redirect map from this namespace before any traffic can use it. */
+	for (int i = 0; i < argc; i++) {
+		if (dev_index(argv[i], &ifindex[i]))
+			goto out;
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.xb_min_tx), &ifindex[i], &ifindex[i], 0)) {
+			fail(1, "redirect map entry for \"%s\": %s", argv[i], strerror(errno));
+			goto out;
+		}
+	}
+	for (int i = 0; i < argc; i++)
+		if (attach(argv[i], bpf_program__fd(skel->progs.xb_min_fwd)))
+			goto out;
+	err = 0;
+out:
+	xb_min_fwd_bpf__destroy(skel);
+	return err;
+}
+
+static int cmd_attach(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[0], "sink"))
+		return attach_sink(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[0], "minfwd"))
+		return attach_minfwd(argc - 1, argv + 1);
+	return fail(2, "attach: expected sink DEV ... or minfwd DEV...");
+}
+
+static int cmd_detach(int argc, char **argv)
+{
+	__u32 ifindex;
+	int err;
+
+	for (int i = 0; i < argc; i++) {
+		if (dev_index(argv[i], &ifindex))
+			return 1;
+		err = bpf_xdp_detach(ifindex, XDP_FLAGS_DRV_MODE, NULL);
+		if (err)
+			return fail(1, "detach from \"%s\": %s", argv[i], strerror(-err));
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ read */
+
+/* The map called name of the XDP program attached (native) to ifindex. */
+static int attached_map(__u32 ifindex, const char *name)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), ids[16], prog_id = 0;
+	int fd, map_fd = -1;
+
+	if (bpf_xdp_query_id(ifindex, XDP_FLAGS_DRV_MODE, &prog_id) || !prog_id)
+		return -ENOENT;
+	fd = bpf_prog_get_fd_by_id(prog_id);
+	if (fd < 0)
+		return -errno;
+	info.nr_map_ids = 16;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		close(fd);
+		return -errno;
+	}
+	close(fd);
+	for (__u32 i = 0; i < info.nr_map_ids && i < 16 && map_fd < 0; i++) {
+		struct bpf_map_info mi = {};
+		__u32 mlen = sizeof(mi);
+		int m = bpf_map_get_fd_by_id(ids[i]);
+
+		if (m < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(m, &mi, &mlen) && !strcmp(mi.name, name))
+			map_fd = m;
+		else
+			close(m);
+	}
+	return map_fd >= 0 ? map_fd : -ENOENT;
+}
+
+static const char *const bad_names[SINK_BAD_MAX] = {
+	[SINK_BAD_LEN] = "len", [SINK_BAD_MAC] = "mac", [SINK_BAD_TTL] = "ttl",
+	[SINK_BAD_IP_CSUM] = "ip_csum", [SINK_BAD_L4_CSUM] = "l4_csum", [SINK_BAD_SRC] = "src",
+};
+
+static int cmd_read(int argc, char **argv)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd;
+	struct sink_ctr *v, s = {};
+	struct sink_frame frame = {};
+	unsigned long long cpu_ns = 0, x;
+	__u32 ifindex, key = 0;
+	double t;
+
+	if (argc < 1)
+		return fail(2, "read: expected DEV [PID]...");
+	if (dev_index(argv[0], &ifindex))
+		return 1;
+	fd = attached_map(ifindex, "sink_ctr");
+	if (fd < 0)
+		return fail(1, "no sink on \"%s\": %s", argv[0], strerror(-fd));
+	v = calloc(ncpu, sizeof(*v));
+	if (!v || bpf_map_lookup_elem(fd, &key, v)) {
+		close(fd);
+		free(v);
+		return fail(1, "read sink counters: %s", strerror(errno));
+	}
+	t = now();
+	for (int i = 1; i < argc; i++) {
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%s/schedstat", argv[i]);
+		f = fopen(path, "r");
+		if (!f || fscanf(f, "%llu", &x) != 1) {
+			if (f)
+				fclose(f);
+			close(fd);
+			free(v);
+			return fail(1, "%s: %s", path, strerror(errno ?: EIO));
+		}
+		fclose(f);
+		cpu_ns += x;
+	}
+	for (int c = 0; c < ncpu; c++) {
+		s.packets += v[c].packets;
+		s.bytes += v[c].bytes;
+		s.other += v[c].other;
+		s.checked += v[c].checked;
+		s.wrong += v[c].wrong;
+		for (int b = 0; b < SINK_BAD_MAX; b++)
+			s.bad[b] += v[c].bad[b];
+	}
+	printf("{\"t\":%.6f,\"packets\":%llu,\"bytes\":%llu,\"other\":%llu,\"checked\":%llu,"
+	       "\"wrong\":%llu,\"cpu_ns\":%llu,\"bad\":{",
+	       t, s.packets, s.bytes, s.other, s.checked, s.wrong, cpu_ns);
+	for (int b = 0; b < SINK_BAD_MAX; b++)
+		printf("%s\"%s\":%llu", b ? "," : "", bad_names[b], s.bad[b]);
+	printf("}");
+	close(fd);
+	/* The last wrong frame, in hex (only once there was one). */
+	fd = attached_map(ifindex, "sink_bad_frame");
+	if (fd >= 0 && !bpf_map_lookup_elem(fd, &key, &frame) && frame.len &&
+	    frame.len <= sizeof(frame.data)) {
+		printf(",\"bad_frame\":\"");
+		for (__u32 i = 0; i < frame.len; i++)
+			printf("%02x", frame.data[i]);
+		printf("\"");
+	}
+	if (fd >= 0)
+		close(fd);
+	printf("}\n");
+	free(v);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ progstat */
+
+static int prog_runs(int fd, __u64 *cnt, __u64 *ns)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	*cnt = info.run_cnt;
+	*ns = info.run_time_ns;
+	return 0;
+}
+
+static int cmd_progstat(int argc, char **argv)
+{
+	__u64 c0, n0, c1, n1;
+	int fd, sfd;
+	double secs;
+
+	if (argc != 2 || (secs = atof(argv[1])) <= 0 || secs > 60)
+		return fail(2, "progstat: expected PROG_ID SECS (0 < SECS <= 60)");
+	fd = bpf_prog_get_fd_by_id(atoi(argv[0]));
+	if (fd < 0)
+		return fail(1, "program id %s: %s", argv[0], strerror(errno));
+	/* Stats stay on only while this fd is open: no global state left behind. */
+	sfd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (sfd < 0) {
+		close(fd);
+		return fail(1, "enable BPF run-time stats: %s", strerror(errno));
+	}
+	if (prog_runs(fd, &c0, &n0) == 0) {
+		usleep((useconds_t)(secs * 1e6));
+		if (prog_runs(fd, &c1, &n1) == 0) {
+			printf("{\"run_cnt\":%llu,\"run_time_ns\":%llu,\"ns_per_run\":%.1f}\n",
+			       c1 - c0, n1 - n0, c1 > c0 ? (double)(n1 - n0) / (c1 - c0) : 0.0);
+			close(sfd);
+			close(fd);
+			return 0;
+		}
+	}
+	close(sfd);
+	close(fd);
+	return fail(1, "program id %s info: %s", argv[0], strerror(errno));
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	int min_args;
+} cmds[] = {
+	{ "gen",      cmd_gen,      1 },
+	{ "attach",   cmd_attach,   2 },
+	{ "detach",   cmd_detach,   1 },
+	{ "read",     cmd_read,     1 },
+	{ "progstat", cmd_progstat, 2 },
+};
+
+int main(int argc, char **argv)
+{
+	libbpf_set_print(libbpf_quiet);
+	if (argc >= 2)
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			if (!strcmp(argv[1], cmds[i].name)) {
+				if (argc - 2 < cmds[i].min_args)
+					break;
+				return cmds[i].fn(argc - 2, argv + 2);
+			}
+	fprintf(stderr, "Usage: xbench { gen DEV [KEY VAL]... | attach {sink|minfwd} DEV... |\n"
+			"                detach DEV... | read DEV [PID]... | progstat PROG_ID SECS }\n");
+	return 2;
+}
