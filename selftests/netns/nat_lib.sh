@@ -1,0 +1,338 @@
+# SPDX-License-Identifier: GPL-2.0
+# nat_lib.sh - topology and helpers for the NAT end-to-end tests
+# (selftests/netns/nat_*.t).  Sources lib.sh (TAP, clean-up, CLI wrappers).
+#
+#   C1  c1 10.0.1.2/24 ---- r0 10.0.1.1 .
+#                                        R   r1 10.0.2.1/24 ---- h0 10.0.2.2/24  H  h1 10.0.4.1/24 ---- s0 10.0.4.2/24  S
+#   C2  c2 10.0.3.2/24 ---- r2 10.0.3.1 '
+#
+# R forwards and is where xdpr runs (r0, r1, r2 attached by nat_attach);
+# r1 is the outside (NAT) interface.  H is an outside router and server; S a
+# server one hop further.  Neither H nor S has a route to the inside networks
+# (10.0.1.0/24, 10.0.3.0/24): a packet that leaves R untranslated gets no
+# answer.  H routes 198.51.100.0/24 (pool tests) to R.  R reaches 10.0.4.0/24
+# via H.  c1, c2 and h0 (peers of router interfaces) have GRO on; every veth
+# where test traffic starts has tx checksum offload off (NOTES.md).  No ICMP
+# rate limits (traceroute).  Namespace names carry $$ and a tag.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+NAT_PY=/usr/bin/python3
+[ -x "$NAT_PY" ] || NAT_PY=$(command -v python3)
+[ -n "$NAT_PY" ] || skip_all "python3 not installed"
+need tcpdump
+
+# nat_topo_create TAG: make C1 C2 R H S (names in those variables) and wire them.
+nat_topo_create() {
+	local tag=$1 ns i
+	C1="xdpr-$T_ID-$tag-c1"
+	C2="xdpr-$T_ID-$tag-c2"
+	R="xdpr-$T_ID-$tag-r"
+	H="xdpr-$T_ID-$tag-h"
+	S="xdpr-$T_ID-$tag-s"
+	for ns in "$C1" "$C2" "$R" "$H" "$S"; do
+		ip netns add "$ns" || bail_out "cannot create namespace $ns"
+		T_NS_MADE+=("$ns")
+		ip -n "$ns" link set lo up
+		in_ns "$ns" sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv4.icmp_msgs_per_sec=100000 \
+			net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.all.accept_dad=0 >/dev/null
+	done
+	# the address-change test deletes r1's primary address: keep the secondary
+	in_ns "$R" sysctl -qw net.ipv4.conf.all.promote_secondaries=1 \
+		net.ipv4.conf.default.promote_secondaries=1 >/dev/null
+	ip -n "$R" link add r0 type veth peer name c1 netns "$C1" || bail_out "cannot create veth r0/c1"
+	ip -n "$R" link add r2 type veth peer name c2 netns "$C2" || bail_out "cannot create veth r2/c2"
+	ip -n "$R" link add r1 type veth peer name h0 netns "$H" || bail_out "cannot create veth r1/h0"
+	ip -n "$H" link add h1 type veth peer name s0 netns "$S" || bail_out "cannot create veth h1/s0"
+
+	ip -n "$C1" addr add 10.0.1.2/24 dev c1
+	ip -n "$C2" addr add 10.0.3.2/24 dev c2
+	ip -n "$R" addr add 10.0.1.1/24 dev r0
+	ip -n "$R" addr add 10.0.3.1/24 dev r2
+	ip -n "$R" addr add 10.0.2.1/24 dev r1
+	ip -n "$H" addr add 10.0.2.2/24 dev h0
+	ip -n "$H" addr add 10.0.4.1/24 dev h1
+	ip -n "$S" addr add 10.0.4.2/24 dev s0
+	in_ns "$R" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.r1.promote_secondaries=1 >/dev/null
+	in_ns "$H" sysctl -qw net.ipv4.ip_forward=1 >/dev/null
+
+	in_ns "$C1" ethtool -K c1 gro on tx off >/dev/null 2>&1 || bail_out "ethtool on c1 failed"
+	in_ns "$C2" ethtool -K c2 gro on tx off >/dev/null 2>&1 || bail_out "ethtool on c2 failed"
+	in_ns "$H" ethtool -K h0 gro on tx off >/dev/null 2>&1 || bail_out "ethtool on h0 failed"
+	in_ns "$H" ethtool -K h1 tx off >/dev/null 2>&1 || bail_out "ethtool on h1 failed"
+	in_ns "$S" ethtool -K s0 tx off >/dev/null 2>&1 || bail_out "ethtool on s0 failed"
+	for i in r0 r1 r2; do
+		in_ns "$R" ethtool -K "$i" tx off >/dev/null 2>&1
+		ip -n "$R" link set "$i" up
+	done
+	ip -n "$C1" link set c1 up
+	ip -n "$C2" link set c2 up
+	ip -n "$H" link set h0 up
+	ip -n "$H" link set h1 up
+	ip -n "$S" link set s0 up
+	ip -n "$C1" route add default via 10.0.1.1
+	ip -n "$C2" route add default via 10.0.3.1
+	ip -n "$R" route add 10.0.4.0/24 via 10.0.2.2
+	ip -n "$H" route add 198.51.100.0/24 via 10.0.2.1
+	ip -n "$S" route add default via 10.0.4.1
+
+	# Every link works and every neighbour on the path is resolved.
+	for ((i = 0; i < 10; i++)); do
+		T_TIMEOUT=5 in_ns "$C1" ping -c1 -W1 -q 10.0.1.1 >/dev/null 2>&1 &&
+			T_TIMEOUT=5 in_ns "$C2" ping -c1 -W1 -q 10.0.3.1 >/dev/null 2>&1 &&
+			T_TIMEOUT=5 in_ns "$R" ping -c1 -W1 -q 10.0.1.2 >/dev/null 2>&1 &&
+			T_TIMEOUT=5 in_ns "$R" ping -c1 -W1 -q 10.0.3.2 >/dev/null 2>&1 &&
+			T_TIMEOUT=5 in_ns "$R" ping -c1 -W1 -q 10.0.4.2 >/dev/null 2>&1 &&
+			T_TIMEOUT=5 in_ns "$H" ping -c1 -W1 -q 10.0.2.1 >/dev/null 2>&1 &&
+			return 0
+		sleep 0.5
+	done
+	bail_out "topology $tag: links or routes do not work"
+}
+
+# xdpr_attach ARGS...: `xdpr link attach ARGS` with a longer time limit (the
+# verifier takes seconds per program, many more when other loads run at once).
+xdpr_attach() {
+	T_CLI_TIMEOUT=90 xdpr link attach "$@"
+}
+
+# nat_attach: xdpr on r0 r1 r2 plus `nat add out r1 masquerade [WORDS...]`.
+# shellcheck disable=SC2120 # the words are optional
+nat_attach() {
+	ok "link attach r0 r1 r2" xdpr_attach r0 r1 r2 || abort "cannot attach xdpr"
+	ok "nat add out r1 masquerade $*" xdpr nat add out r1 masquerade "$@" ||
+		abort "cannot add the masquerade rule"
+}
+
+# ---------------------------------------------------------------- counters
+
+# nat_ctr FIELD [DEV]: a NAT rule counter summed over DEV's rules (default
+# r1); "none" when it cannot be read.
+nat_ctr() {
+	local v
+	v=$(xdpr -j nat show 2>/dev/null | jq -r --arg d "${2:-r1}" --arg f "$1" \
+		'[.[] | select(.dev == $d) | .counters[$f]] | if length == 0 or any(. == null) then "none" else add end' \
+		2>/dev/null)
+	echo "${v:-none}"
+}
+
+# nat_grown BEFORE FIELD [DEV]
+nat_grown() {
+	local now
+	now=$(nat_ctr "$2" "${3:-r1}")
+	if [[ "$1" =~ ^[0-9]+$ && "$now" =~ ^[0-9]+$ ]]; then
+		echo $((now - $1))
+	else
+		echo none
+	fi
+}
+
+# nat_rules: `-j nat show` without counters, normalised (for "unchanged" checks).
+nat_rules() {
+	xdpr -j nat show 2>&1 | jq -S -c 'map(del(.counters))' 2>&1
+}
+
+# sessions [ARGS...]: `-j nat sessions ARGS`, compact.
+# shellcheck disable=SC2120 # the arguments are optional
+sessions() {
+	xdpr -j nat sessions "$@" 2>&1 | jq -c . 2>&1
+}
+
+# csum_errors NS: "Tcp/Udp" InCsumErrors of a namespace, e.g. "0/0".
+csum_errors() {
+	echo "$(snmp "$1" Tcp InCsumErrors)/$(snmp "$1" Udp InCsumErrors)"
+}
+
+# ---------------------------------------------------------------- traffic
+
+# A small UDP tool (one socket per call), run with python3 in a namespace:
+#   ask SPORT TIMEOUT DST:PORT [DST:PORT ...]
+#       one socket bound to SPORT (0: any) sends "ping" to each DST in turn and
+#       prints each answer (or "timeout"); exit 1 if any timed out.
+#   hairpin SPORT WAIT DST:PORT
+#       like ask for DST, then waits WAIT seconds for one datagram from anyone
+#       else, prints "got ADDR:PORT DATA" and answers "c1 saw ADDR:PORT".
+#   Environment for ask and hairpin: NAT_UDP_SIZE=N pads the request to N
+#   bytes, NAT_UDP_DF=0 clears DF (the kernel may fragment), NAT_UDP_NOCSUM=1
+#   sends without UDP checksum (SO_NO_CHECK), NAT_UDP_IPOPT=1 adds 4 bytes of
+#   IPv4 options (NOPs).
+#   serve PORT
+#       (server side) answers every datagram with its sender's "ADDR:PORT".
+#   refuse PORT WAIT
+#       (server side) receives one datagram, connect()s to its sender, sends
+#       it two more after 1 s and prints "refused" when an ICMP port
+#       unreachable comes back for them (ECONNREFUSED), else "no error".
+cat >"$T_TMP/nat_udp.py" <<'EOF'
+import os, socket, sys, time, select
+
+SIZE = int(os.environ.get("NAT_UDP_SIZE", "0"))
+
+def sock(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if os.environ.get("NAT_UDP_DF") == "0":
+        s.setsockopt(socket.IPPROTO_IP, 10, 0)     # IP_MTU_DISCOVER = IP_PMTUDISC_DONT
+    if os.environ.get("NAT_UDP_NOCSUM") == "1":
+        s.setsockopt(socket.SOL_SOCKET, 11, 1)     # SO_NO_CHECK
+    if os.environ.get("NAT_UDP_IPOPT") == "1":
+        s.setsockopt(socket.IPPROTO_IP, 4, b"\x01\x01\x01\x00")  # IP_OPTIONS: NOP NOP NOP EOL
+    s.bind(("0.0.0.0", port))
+    return s
+
+def ask(s, dst, timeout):
+    host, port = dst.rsplit(":", 1)
+    peer = (host, int(port))
+    msg = b"ping\n"
+    if SIZE > len(msg):
+        msg = b"ping" + b"x" * (SIZE - 5) + b"\n"
+    s.sendto(msg, peer)
+    end = time.time() + timeout
+    while True:
+        left = end - time.time()
+        if left <= 0 or not select.select([s], [], [], left)[0]:
+            return None
+        data, frm = s.recvfrom(2048)
+        if frm == peer:
+            return data.decode(errors="replace").strip()
+
+a = sys.argv[1:]
+if a[0] == "ask":
+    s, rc = sock(int(a[1])), 0
+    for d in a[3:]:
+        r = ask(s, d, float(a[2]))
+        print(r if r else "timeout", flush=True)
+        rc |= r is None
+    sys.exit(rc)
+elif a[0] == "hairpin":
+    s = sock(int(a[1]))
+    r = ask(s, a[3], 2.0)
+    print(r if r else "timeout", flush=True)
+    if not select.select([s], [], [], float(a[2]))[0]:
+        print("nothing received", flush=True)
+        sys.exit(1)
+    data, frm = s.recvfrom(2048)
+    who = "%s:%d" % frm
+    print("got %s %s" % (who, data.decode(errors="replace").strip()[:4]), flush=True)
+    s.sendto(("c1 saw %s\n" % who).encode(), frm)
+elif a[0] == "serve":
+    s = sock(int(a[1]))
+    while True:
+        data, frm = s.recvfrom(65536)
+        s.sendto(("%s:%d\n" % frm).encode(), frm)
+elif a[0] == "refuse":
+    s = sock(int(a[1]))
+    if not select.select([s], [], [], float(a[2]))[0]:
+        print("nothing received", flush=True)
+        sys.exit(1)
+    data, frm = s.recvfrom(2048)
+    print("from %s:%d" % frm, flush=True)
+    s.connect(frm)
+    time.sleep(1)
+    try:
+        for i in range(2):
+            s.send(b"are you there\n")
+            time.sleep(0.3)
+        s.settimeout(2)
+        s.recv(2048)
+        print("no error: got an answer", flush=True)
+    except ConnectionRefusedError:
+        print("refused", flush=True)
+    except socket.timeout:
+        print("no error", flush=True)
+EOF
+
+# udp NS ARGS...: the UDP tool in NS (bounded).
+udp() {
+	local ns=$1
+	shift
+	T_TIMEOUT=${T_TIMEOUT:-20} in_ns "$ns" "$NAT_PY" "$T_TMP/nat_udp.py" "$@"
+}
+
+# udp_echo NS PORT: background UDP server answering every datagram with the
+# sender's address as it sees it ("ADDR:PORT").
+udp_echo() {
+	local i
+	timeout 300 ip netns exec "$1" "$NAT_PY" "$T_TMP/nat_udp.py" serve "$2" 2>/dev/null &
+	for ((i = 0; i < 50; i++)); do
+		[ -n "$(in_ns "$1" ss -Huln "sport = :$2" 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	diag "UDP server on port $2 did not start"
+	return 1
+}
+
+# tcp_echo NS PORT: background TCP server writing the peer's address to every
+# connection (socat takes ":" as an address separator: hence the "\:").
+tcp_echo() {
+	# shellcheck disable=SC2016 # expanded by the shell socat starts
+	timeout 300 ip netns exec "$1" socat "TCP4-LISTEN:$2,reuseaddr,fork" \
+		SYSTEM:'echo $SOCAT_PEERADDR\:$SOCAT_PEERPORT' 2>/dev/null &
+	wait_listen "$1" "$2"
+}
+
+# tcp_ask NS ADDR PORT: what a tcp_echo server says to a connection from NS.
+tcp_ask() {
+	T_TIMEOUT=10 in_ns "$1" socat -t 5 -T 5 - "TCP4:$2:$3" </dev/null 2>/dev/null
+}
+
+# tcp_fetch CLIENT_NS SERVER_NS ADDR PORT FILE: the server sends FILE over one
+# TCP connection, the client stores it as FILE.recv; 0 when both socats exit
+# 0 and the SHA-256 matches.
+tcp_fetch() {
+	local cns=$1 sns=$2 addr=$3 port=$4 file=$5 spid rc_c rc_s
+	rm -f "$file.recv"
+	timeout 40 ip netns exec "$sns" socat -u "OPEN:$file,rdonly" "TCP4-LISTEN:$port,reuseaddr" \
+		2>"$file.server.err" &
+	spid=$!
+	if ! wait_listen "$sns" "$port"; then
+		diag "server on port $port did not start"
+		kill "$spid" 2>/dev/null
+		return 1
+	fi
+	T_TIMEOUT=30 in_ns "$cns" socat -u "TCP4:$addr:$port" "CREATE:$file.recv" 2>"$file.client.err"
+	rc_c=$?
+	wait "$spid"
+	rc_s=$?
+	if [ "$rc_c" -ne 0 ] || [ "$rc_s" -ne 0 ]; then
+		diag "socat client exit $rc_c, server exit $rc_s"
+		diag_file "$file.client.err"
+		diag_file "$file.server.err"
+		return 1
+	fi
+	same_sha "$file" "$file.recv"
+}
+
+# ---------------------------------------------------------------- leak capture
+
+# leak_start: capture, on H's side of the outside link, every IPv4 packet
+# whose source is an inside address, and every ICMP error whose embedded
+# packet names an inside address.  leak_check (one test) says none was seen.
+LEAK_FILTER='ip and (src net 10.0.1.0/24 or src net 10.0.3.0/24 or
+	((icmp[icmptype] == icmp-unreach or icmp[icmptype] == icmp-timxceed or
+	  icmp[icmptype] == icmp-paramprob) and
+	 ((icmp[20:4] & 0xffffff00) == 0x0a000100 or (icmp[20:4] & 0xffffff00) == 0x0a000300 or
+	  (icmp[24:4] & 0xffffff00) == 0x0a000100 or (icmp[24:4] & 0xffffff00) == 0x0a000300)))'
+LEAK_PID=
+leak_start() {
+	timeout 600 ip netns exec "$H" tcpdump -Z root -i h0 -n -U -w "$T_TMP/leak.pcap" \
+		"$LEAK_FILTER" 2>"$T_TMP/leak.err" &
+	LEAK_PID=$!
+	wait_file_line "$T_TMP/leak.err" 'listening on' ||
+		{ diag_file "$T_TMP/leak.err"; abort "tcpdump on h0 did not start"; }
+}
+
+leak_check() {
+	local n dump
+	sleep 0.3
+	kill -INT "$LEAK_PID" 2>/dev/null
+	wait "$LEAK_PID"
+	dump=$(timeout 10 tcpdump -r "$T_TMP/leak.pcap" -n -v 2>/dev/null)
+	n=$(grep -c '^[0-9]' <<<"$dump")
+	is "$n" 0 "outside link (h0 capture over ${1:-this file}): no packet with an inside source, no ICMP error embedding an inside address" ||
+		diag "$(head -n 20 <<<"$dump")"
+}
+
+# not CMD...: succeeds when CMD fails.
+not() {
+	! "$@"
+}
