@@ -257,6 +257,8 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 		struct xdpr_route *rt = rt4_lookup(cfg, iph->daddr);
 		const struct xdpr_nh *nh;
 
+		if (rt && rt_is_local(AF_INET, &iph->daddr))
+			rt = NULL; /* the router's own traffic is the kernel's */
 		if (rt) {
 			rc = rt_act(rt, c->end - (void *)eth);
 			if (rc >= 0)
@@ -368,6 +370,8 @@ static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct 
 	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
 		struct xdpr_route *rt = rt6_lookup(cfg, &ip6h->daddr);
 
+		if (rt && rt_is_local(AF_INET6, &ip6h->daddr))
+			rt = NULL; /* the router's own traffic is the kernel's */
 		if (rt) {
 			const __u32 *s6 = ip6h->saddr.in6_u.u6_addr32, *d6 = ip6h->daddr.in6_u.u6_addr32;
 			const struct xdpr_nh *nh;
@@ -379,12 +383,20 @@ static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct 
 						 ((__u32)ports.sport << 16) | ports.dport, ip6h->nexthdr));
 			if (!nh)
 				return XDPR_PASS_ROUTE_GW;
-			__builtin_memcpy(fib->ipv6_dst, nh->gw, sizeof(fib->ipv6_dst));
-			fib->ifindex = nh->ifindex;
-			rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_OUTPUT);
-			routed = rt_check_nh(rc, fib, nh);
-			if (routed >= 0)
-				return routed;
+			if (nh->flags & XDPR_NH_MAC) {
+				/* link-local gateway: the FIB never resolves those */
+				routed = rt_static_nh(ctx, fib, nh);
+				if (routed >= 0)
+					return routed;
+				rc = BPF_FIB_LKUP_RET_SUCCESS;
+			} else {
+				__builtin_memcpy(fib->ipv6_dst, nh->gw, sizeof(fib->ipv6_dst));
+				fib->ifindex = nh->ifindex;
+				rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_OUTPUT);
+				routed = rt_check_nh(rc, fib, nh);
+				if (routed >= 0)
+					return routed;
+			}
 			routed = 1;
 		}
 	}

@@ -49,6 +49,22 @@ struct {
 	__type(value, struct xdpr_ctr);
 } xdpr_rt_stats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct xdpr_local_key);
+	__type(value, __u8);
+} xdpr_local SEC(".maps");
+
+/* Is this one of the router's own addresses (kept by the CLI)? */
+static __always_inline int rt_is_local(__u32 family, const void *addr)
+{
+	struct xdpr_local_key k = { .family = family };
+
+	__builtin_memcpy(k.addr, addr, family == AF_INET ? 4 : 16);
+	return bpf_map_lookup_elem(&xdpr_local, &k) != NULL;
+}
+
 /* Returned by the route step when no route matched: ask the FIB. */
 #define RT_NONE (-1)
 /* A via route filled the FIB result (return code in *fibrc). */
@@ -110,6 +126,28 @@ static __always_inline int rt_check_nh(int rc, const struct bpf_fib_lookup *fib,
 	if (rc == BPF_FIB_LKUP_RET_NOT_FWDED || rc == BPF_FIB_LKUP_RET_BLACKHOLE ||
 	    rc == BPF_FIB_LKUP_RET_UNREACHABLE || rc == BPF_FIB_LKUP_RET_PROHIBIT)
 		return XDPR_PASS_ROUTE_GW;
+	return -1;
+}
+
+/*
+ * A gateway bpf_fib_lookup cannot resolve (IPv6 link-local: "never
+ * forwarded"): MAC from the route, source MAC from the egress interface,
+ * MTU from bpf_check_mtu.  Fills fib like a successful lookup would.
+ */
+static __always_inline int rt_static_nh(struct xdp_md *ctx, struct bpf_fib_lookup *fib,
+					const struct xdpr_nh *nh)
+{
+	__u32 ifindex = nh->ifindex, mtu_len = 0;
+	struct xdpr_iface *out = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
+
+	if (!out)
+		return XDPR_PASS_EGRESS_NOT_XDPR;
+	/* the frame as it is against the egress MTU */
+	if (bpf_check_mtu(ctx, ifindex, &mtu_len, 0, 0))
+		return XDPR_PASS_FIB_FRAG_NEEDED;
+	fib->ifindex = ifindex;
+	__builtin_memcpy(fib->dmac, nh->mac, 6);
+	__builtin_memcpy(fib->smac, out->mac, 6);
 	return -1;
 }
 

@@ -292,9 +292,15 @@ struct xdpr_rt6_key {
 	__u8 addr[16];
 };
 
+enum xdpr_nh_flags {
+	XDPR_NH_MAC = 1 << 0, /* mac is the gateway's (IPv6 link-local: no FIB lookup) */
+};
+
 struct xdpr_nh {
 	__u32 ifindex;
 	__u8 gw[16];        /* IPv4 in the first 4 bytes for IPv4 routes */
+	__u8 mac[6];        /* XDPR_NH_MAC: resolved by the CLI from the neighbour table */
+	__u16 flags;        /* enum xdpr_nh_flags */
 };
 
 struct xdpr_route {
@@ -303,6 +309,12 @@ struct xdpr_route {
 	__u8 nnh;           /* next hops in use (via) */
 	__u16 pad;
 	struct xdpr_nh nh[XDPR_RT_MAX_NH];
+};
+
+/* The router's own addresses: a map route never takes traffic for them. */
+struct xdpr_local_key {
+	__u32 family;       /* AF_INET / AF_INET6 */
+	__u8 addr[16];
 };
 
 /* xdpr_nat_gc program input (first bytes of the test-run frame) and output. */
@@ -321,7 +333,8 @@ struct xdpr_gc_cmd {
 _Static_assert(sizeof(struct xdpr_iface) == 24, "xdpr_iface layout");
 _Static_assert(sizeof(struct xdpr_nat_rule) == 32, "xdpr_nat_rule layout");
 _Static_assert(sizeof(struct xdpr_cfg) == 64, "xdpr_cfg layout");
-_Static_assert(sizeof(struct xdpr_route) == 8 + 20 * XDPR_RT_MAX_NH, "xdpr_route layout");
+_Static_assert(sizeof(struct xdpr_route) == 8 + 28 * XDPR_RT_MAX_NH, "xdpr_route layout");
+_Static_assert(sizeof(struct xdpr_local_key) == 20, "xdpr_local_key layout");
 _Static_assert(sizeof(struct xdpr_rt4_key) == 8 && sizeof(struct xdpr_rt6_key) == 20, "route keys");
 _Static_assert(sizeof(struct xdpr_ct_key) == 16, "xdpr_ct_key layout");
 _Static_assert(sizeof(struct xdpr_ct_val) == 32, "xdpr_ct_val layout");

@@ -140,6 +140,20 @@ static int route_del(int argc, char **argv)
 	return ret;
 }
 
+/* Order for finding duplicate prefixes in a load file. */
+static const struct xdpr_route_spec *sort_base;
+
+static int cmp_prefix(const void *a, const void *b)
+{
+	const struct xdpr_route_spec *x = &sort_base[*(const size_t *)a], *y = &sort_base[*(const size_t *)b];
+
+	if (x->family != y->family)
+		return x->family - y->family;
+	if (x->plen != y->plen)
+		return x->plen < y->plen ? -1 : 1;
+	return memcmp(x->addr, y->addr, sizeof(x->addr));
+}
+
 /* Split a line into words in place; returns the count (at most max). */
 static int split_words(char *line, char **w, int max)
 {
@@ -154,7 +168,7 @@ static int route_load(int argc, char **argv)
 {
 	static struct xdpr x;
 	struct xdpr_route_spec *rs = NULL;
-	size_t cap = 0, n = 0, lineno = 0;
+	size_t cap = 0, n = 0, lineno = 0, *lines = NULL, *order = NULL;
 	char *line = NULL, err[256];
 	size_t lcap = 0;
 	int ret = EXIT_OK;
@@ -177,32 +191,58 @@ static int route_load(int argc, char **argv)
 		if (!nw)
 			continue;
 		if (n == cap) {
-			struct xdpr_route_spec *m = realloc(rs, (cap = cap ? 2 * cap : 4096) * sizeof(*rs));
+			size_t ncap = cap ? 2 * cap : 4096;
+			struct xdpr_route_spec *m = realloc(rs, ncap * sizeof(*rs));
+			size_t *l = m ? realloc(lines, ncap * sizeof(*lines)) : NULL;
 
-			if (!m) {
+			if (m)
+				rs = m;
+			if (l)
+				lines = l;
+			if (!m || !l) {
 				ret = fail(EXIT_FAIL, "out of memory at line %zu", lineno);
 				goto out;
 			}
-			rs = m;
+			cap = ncap;
 		}
 		ret = parse_route(nw, w, &rs[n], err, sizeof(err));
 		if (ret) {
 			ret = fail(ret, "%s line %zu: %s (nothing applied)", argv[0], lineno, err);
 			goto out;
 		}
-		n++;
+		lines[n++] = lineno;
 	}
 	if (ferror(f)) {
 		ret = fail(EXIT_FAIL, "cannot read \"%s\": %s", argv[0], strerror(errno));
 		goto out;
 	}
+	/* a prefix listed twice: report the later line */
+	order = malloc((n ? n : 1) * sizeof(*order));
+	if (!order) {
+		ret = fail(EXIT_FAIL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	sort_base = rs;
+	qsort(order, n, sizeof(*order), cmp_prefix);
+	for (size_t i = 1; i < n; i++)
+		if (!cmp_prefix(&order[i - 1], &order[i])) {
+			size_t a = order[i - 1], b = order[i], first = lines[a] < lines[b] ? a : b;
+			char p[INET6_ADDRSTRLEN];
+
+			inet_ntop(rs[a].family, rs[a].addr, p, sizeof(p));
+			ret = fail(EXIT_FAIL, "%s line %zu: route %s/%u is already on line %zu (nothing applied)",
+				   argv[0], lines[first == a ? b : a], p, rs[a].plen, lines[first]);
+			goto out;
+		}
 	if ((ret = open_router(&x, XDPR_O_LOCK)))
 		goto out;
 	for (size_t i = 0; i < n && !ret; i++)
 		if (xdpr_route_check(&x, &rs[i]))
-			ret = fail(EXIT_FAIL, "%s: %s (nothing applied)", argv[0], x.err);
+			ret = fail(EXIT_FAIL, "%s line %zu: %s (nothing applied)", argv[0], lines[i], x.err);
 	if (!ret && xdpr_route_load(&x, rs, n))
-		ret = fail(EXIT_FAIL, "%s (nothing applied)", x.err);
+		ret = fail(EXIT_FAIL, "%s: %s (nothing applied)", argv[0], x.err);
 	if (!ret) {
 		out_obj_open(NULL);
 		out_u64("loaded", "%llu routes loaded\n", n);
@@ -213,6 +253,8 @@ static int route_load(int argc, char **argv)
 out:
 	free(line);
 	free(rs);
+	free(lines);
+	free(order);
 	if (f != stdin)
 		fclose(f);
 	return ret;

@@ -45,7 +45,7 @@ struct xdpr_link {
 /* The maps every program instance shares (names in xdpr_shared.h). */
 enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
-	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RT4, XM_RT6, XM_RTSTATS,
+	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RT4, XM_RT6, XM_RTSTATS, XM_LOCAL,
 	XM_MAX
 };
 
@@ -171,6 +171,10 @@ int xdpr_route_foreach(struct xdpr *x, int (*cb)(const struct xdpr_route_info *,
 int xdpr_route_check(struct xdpr *x, const struct xdpr_route_spec *rs);
 /* Ask the kernel to resolve a neighbour (RTM_NEWNEIGH with NTF_USE). */
 int xdpr_neigh_use(int family, const void *addr, __u32 ifindex);
+/* The neighbour's MAC if the kernel has a usable entry: 1, 0 (none), <0 error. */
+int xdpr_neigh_mac(int family, const void *addr, __u32 ifindex, __u8 mac[6]);
+/* Mirror this namespace's own addresses into xdpr_local (route map exemption). */
+int xdpr_local_sync(struct xdpr *x);
 
 const char *xdpr_reason_name(int reason);
 const char *xdpr_reason_desc(int reason);

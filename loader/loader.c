@@ -44,7 +44,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_CT] = XDPR_MAP_CT,         [XM_BIND] = XDPR_MAP_BIND,     [XM_EIM] = XDPR_MAP_EIM,
 	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
 	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RT4] = "xdpr_rt4",      [XM_RT6] = "xdpr_rt6",
-	[XM_RTSTATS] = "xdpr_rt_stats",
+	[XM_RTSTATS] = "xdpr_rt_stats", [XM_LOCAL] = "xdpr_local",
 };
 
 void seterr(struct xdpr *x, const char *fmt, ...)
@@ -780,6 +780,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 
 		for (int i = 0; i < n && !xdpr_cfg_get(x, &c) && (c.flags & XDPR_CFG_NAT); i++)
 			xdpr_nat_prepare_dev(x, ifnames[i]);
+		xdpr_local_sync(x);
 		sync_pins(x, true);
 		return 0;
 	}

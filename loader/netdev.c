@@ -132,8 +132,13 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex)
 	return (f & NETDEV_XDP_ACT_NDO_XMIT) ? XDPR_XMIT_YES : XDPR_XMIT_NO;
 }
 
-/* Does the kernel have a usable entry for this neighbour?  1 yes, 0 no, <0 error. */
-static int neigh_valid(int fd, int family, const void *addr, __u32 ifindex)
+#define NUD_USABLE (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
+
+/*
+ * Does the kernel have a usable entry for this neighbour?  1 yes (and its
+ * MAC in mac, when given), 0 no, <0 error.
+ */
+static int neigh_valid(int fd, int family, const void *addr, __u32 ifindex, __u8 *mac)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -163,7 +168,32 @@ static int neigh_valid(int fd, int family, const void *addr, __u32 ifindex)
 		return -errno;
 	if (!NLMSG_OK(nh, (size_t)n) || nh->nlmsg_type != RTM_NEWNEIGH)
 		return 0; /* NLMSG_ERROR: no such entry */
-	return (((struct ndmsg *)NLMSG_DATA(nh))->ndm_state & (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)) != 0;
+	if (!(((struct ndmsg *)NLMSG_DATA(nh))->ndm_state & NUD_USABLE))
+		return 0;
+	if (mac) {
+		int rem = nh->nlmsg_len - NLMSG_LENGTH(sizeof(struct ndmsg));
+
+		a = (struct nlattr *)((char *)NLMSG_DATA(nh) + NLMSG_ALIGN(sizeof(struct ndmsg)));
+		for (; rem >= (int)NLA_HDRLEN && a->nla_len >= NLA_HDRLEN && a->nla_len <= rem;
+		     rem -= NLA_ALIGN(a->nla_len), a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len)))
+			if ((a->nla_type & NLA_TYPE_MASK) == NDA_LLADDR && a->nla_len == NLA_HDRLEN + 6) {
+				memcpy(mac, (char *)a + NLA_HDRLEN, 6);
+				return 1;
+			}
+		return 0; /* usable but no Ethernet address */
+	}
+	return 1;
+}
+
+int xdpr_neigh_mac(int family, const void *addr, __u32 ifindex, __u8 mac[6])
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = neigh_valid(fd, family, addr, ifindex, mac);
+	close(fd);
+	return ret;
 }
 
 /*
@@ -185,7 +215,7 @@ int xdpr_neigh_use(int family, const void *addr, __u32 ifindex)
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (fd < 0)
 		return -errno;
-	err = neigh_valid(fd, family, addr, ifindex);
+	err = neigh_valid(fd, family, addr, ifindex, NULL);
 	if (err != 0) {
 		close(fd);
 		return err < 0 ? err : 0;

@@ -202,6 +202,70 @@ static void resolve_gateways(const struct xdpr_route_spec *rs)
 		xdpr_neigh_use(rs->family, rs->r.nh[i].gw, rs->r.nh[i].ifindex);
 }
 
+static bool is_ll(int family, const __u8 *a)
+{
+	return family == AF_INET6 && a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
+/*
+ * bpf_fib_lookup never resolves IPv6 link-local addresses, so those
+ * gateways carry their MAC, read from the kernel's neighbour table now
+ * (asking for resolution and waiting up to a second).
+ */
+static int link_local_macs(struct xdpr *x, struct xdpr_route_spec *rs)
+{
+	for (int i = 0; rs->r.action == XDPR_RT_VIA && i < rs->r.nnh; i++) {
+		struct xdpr_nh *nh = &rs->r.nh[i];
+		char g[INET6_ADDRSTRLEN], dev[IF_NAMESIZE] = "?";
+		int ok = 0;
+
+		if (!is_ll(rs->family, nh->gw))
+			continue;
+		for (int t = 0; t < 20 && ok == 0; t++) {
+			ok = xdpr_neigh_mac(AF_INET6, nh->gw, nh->ifindex, nh->mac);
+			if (ok == 0) {
+				xdpr_neigh_use(AF_INET6, nh->gw, nh->ifindex);
+				usleep(50000);
+			}
+		}
+		if (ok <= 0) {
+			inet_ntop(AF_INET6, nh->gw, g, sizeof(g));
+			if_indextoname(nh->ifindex, dev);
+			seterr(x, "link-local gateway %s on \"%s\" did not answer neighbour discovery "
+				  "(its MAC is needed when the route is added)", g, dev);
+			return -EHOSTUNREACH;
+		}
+		nh->flags |= XDPR_NH_MAC;
+	}
+	return 0;
+}
+
+int xdpr_local_sync(struct xdpr *x)
+{
+	struct xdpr_local_key k, next;
+	struct ifaddrs *ifa, *i;
+	__u8 one = 1;
+
+	while (!bpf_map_get_next_key(x->fd[XM_LOCAL], NULL, &next))
+		if (bpf_map_delete_elem(x->fd[XM_LOCAL], &next))
+			break;
+	if (getifaddrs(&ifa))
+		return -errno;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		memset(&k, 0, sizeof(k));
+		k.family = i->ifa_addr->sa_family;
+		if (k.family == AF_INET)
+			memcpy(k.addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		else
+			memcpy(k.addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		bpf_map_update_elem(x->fd[XM_LOCAL], &k, &one, BPF_ANY);
+	}
+	freeifaddrs(ifa);
+	return 0;
+}
+
 struct find_ctx {
 	const void *key;
 	size_t len;
@@ -226,8 +290,11 @@ int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace)
 	char p[64];
 
 	err = xdpr_route_check(x, rs);
+	if (!err)
+		err = link_local_macs(x, rs);
 	if (err)
 		return err;
+	xdpr_local_sync(x);
 	slot = live_slot(x, &c);
 	if (slot < 0)
 		return slot;
@@ -314,6 +381,7 @@ int xdpr_route_del(struct xdpr *x, const struct xdpr_route_spec *rs)
 	close(fd);
 	if (err)
 		return err;
+	xdpr_local_sync(x);
 	for (int v6 = 0; v6 < 2 && !any; v6++) {
 		__u8 next[sizeof(key)];
 
@@ -344,12 +412,16 @@ int xdpr_route_load(struct xdpr *x, struct xdpr_route_spec *rs, int n)
 		}
 	}
 	for (int i = 0; i < n; i++) {
+		err = link_local_macs(x, &rs[i]);
+		if (err)
+			goto out;
+	}
+	for (int i = 0; i < n; i++) {
 		__u8 key[sizeof(struct xdpr_rt6_key)];
 
 		rs[i].r.id = i + 1;
 		make_key(&rs[i], key);
-		err = zero_counter(x, rs[i].r.id);
-		if (!err && bpf_map_update_elem(fds[rs[i].family == AF_INET6], key, &rs[i].r, BPF_NOEXIST))
+		if (bpf_map_update_elem(fds[rs[i].family == AF_INET6], key, &rs[i].r, BPF_NOEXIST))
 			err = -errno;
 		if (err) {
 			fmt_prefix(&rs[i], p, sizeof(p));
@@ -358,6 +430,15 @@ int xdpr_route_load(struct xdpr *x, struct xdpr_route_spec *rs, int n)
 			goto out;
 		}
 	}
+	/* the new table is complete: only now may counters restart */
+	for (int i = 0; i < n; i++) {
+		err = zero_counter(x, rs[i].r.id);
+		if (err) {
+			seterr(x, "cannot reset route counters: %s", strerror(-err));
+			goto out;
+		}
+	}
+	xdpr_local_sync(x);
 	/* the idle slot gets the new tables, then one update makes them live */
 	for (int v6 = 0; v6 < 2; v6++)
 		if (bpf_map_update_elem(x->fd[v6 ? XM_RT6 : XM_RT4], &idle, &fds[v6], BPF_ANY)) {
