@@ -631,7 +631,7 @@ struct pending {
 
 /* Load one instance on the shared maps and attach it. */
 static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum xdpr_mode mode,
-		      bool *dispatcher, char *why, size_t whylen)
+		      bool *dispatcher, char *why, size_t whylen, enum xdpr_xmit *xmit)
 {
 	struct xdp_program *prog = NULL;
 	struct xdp_multiprog *mp;
@@ -684,6 +684,14 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 	mp = get_multiprog(pd->ifindex);
 	*dispatcher = mp && !xdp_multiprog__is_legacy(mp);
 	xdp_multiprog__close(mp);
+	/*
+	 * Probe again now that our program is on the device: some drivers
+	 * (igb) take redirected frames only while a native program is attached.
+	 */
+	*xmit = xdpr_probe_xmit(pd->ifindex);
+	pd->cfg.flags &= ~XDPR_IF_XMIT;
+	if (*xmit != XDPR_XMIT_NO)
+		pd->cfg.flags |= XDPR_IF_XMIT;
 	if (!*dispatcher)
 		snprintf(why, whylen, "%s", getenv("LIBXDP_SKIP_DISPATCHER") ? "LIBXDP_SKIP_DISPATCHER is set"
 					   : lib_fallback[0] ? lib_fallback : "not available");
@@ -770,7 +778,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		if (!err)
 			err = attach_one(x, ifnames[done], &pd[done], mode,
 					 &info->dev[done].dispatcher, info->dev[done].why,
-					 sizeof(info->dev[done].why));
+					 sizeof(info->dev[done].why), &info->dev[done].xmit);
 		if (err)
 			break;
 		info->n++;
