@@ -209,7 +209,8 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	struct iphdr *iph;
 	__u32 zero = 0, flags = 0, fib_if;
 	__be32 fib_dst;
-	__u16 tot_len, old;
+	__u32 tot_len;
+	__u16 old;
 	__u64 now = 0;
 	int rc, nat, routed = 0;
 
@@ -219,6 +220,7 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	if (iph->version != 4 || iph->ihl < 5)
 		return XDPR_PASS_IP4_HDR_ERR;
 	tot_len = bpf_ntohs(iph->tot_len);
+	asm volatile("%0 &= 0xffff" : "+r"(tot_len)); /* bounded for older verifiers (6.1, 6.12) */
 	if (tot_len < iph->ihl * 4 || (void *)iph + tot_len > c->end)
 		return XDPR_PASS_IP4_HDR_ERR;
 	if (ip4_hdr_csum(iph, c->end) != 0)
@@ -346,6 +348,7 @@ static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct 
 	if (!ip6h)
 		return XDPR_DROP_SHORT;
 	plen = bpf_ntohs(ip6h->payload_len);
+	asm volatile("%0 &= 0xffff" : "+r"(plen)); /* bounded for older verifiers (6.1, 6.12) */
 	if (ip6h->version != 6 || (void *)(ip6h + 1) + plen > c->end)
 		return XDPR_PASS_IP6_HDR_ERR;
 	if (ip6_is_exthdr(ip6h->nexthdr))

@@ -690,7 +690,12 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 	 */
 	*xmit = xdpr_probe_xmit(pd->ifindex);
 	pd->cfg.flags &= ~XDPR_IF_XMIT;
-	if (*xmit != XDPR_XMIT_NO)
+	/*
+	 * Kernels without xdp-features (before 6.3) do not say: a native
+	 * program implies the driver's XDP transmit path; a generic-mode port
+	 * has none to offer (redirected frames would be dropped).
+	 */
+	if (*xmit == XDPR_XMIT_YES || (*xmit == XDPR_XMIT_UNKNOWN && mode == XDPR_MODE_NATIVE))
 		pd->cfg.flags |= XDPR_IF_XMIT;
 	if (!*dispatcher)
 		snprintf(why, whylen, "%s", getenv("LIBXDP_SKIP_DISPATCHER") ? "LIBXDP_SKIP_DISPATCHER is set"
@@ -758,10 +763,8 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		}
 		pd[i].slot = slots[i] = free_slot(x, slots, i);
 		pd[i].cfg.slot = pd[i].slot;
-		info->dev[i].xmit = xdpr_probe_xmit(pd[i].ifindex);
-		/* Unknown (pre-6.3 kernel): trust the driver, as the kernel did then. */
-		pd[i].cfg.flags = (info->dev[i].xmit != XDPR_XMIT_NO ? XDPR_IF_XMIT : 0) |
-				  (mode == XDPR_MODE_SKB ? XDPR_IF_GENERIC : 0);
+		/* XDPR_IF_XMIT is probed once our program is attached (attach_one) */
+		pd[i].cfg.flags = mode == XDPR_MODE_SKB ? XDPR_IF_GENERIC : 0;
 		snprintf(info->dev[i].name, sizeof(info->dev[i].name), "%s", ifnames[i]);
 		info->dev[i].replaced_foreign = pd[i].foreign;
 	}
