@@ -39,6 +39,7 @@
 #include "xdpr_shared.h"
 #include "libxdpr.h"
 #include "xdpr.skel.h"
+#include "harness.h"
 
 #define FRAME_MAX 2048
 #define PAYLOAD   32
@@ -163,97 +164,16 @@ struct tcase {
 	int rslot;                 /* ... in the slot 0 table (routes) or slot 1 (routes1) */
 };
 
-static void die(const char *fmt, ...)
-{
-	va_list ap;
 
-	printf("Bail out! ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	exit(1);
-}
 
-static char diag[8192];
-static size_t diag_len;
 
-static void note(const char *fmt, ...)
-{
-	va_list ap;
 
-	if (diag_len >= sizeof(diag) - 1)
-		return;
-	diag_len += snprintf(diag + diag_len, sizeof(diag) - diag_len, "# ");
-	if (diag_len >= sizeof(diag) - 1)
-		return;
-	va_start(ap, fmt);
-	diag_len += vsnprintf(diag + diag_len, sizeof(diag) - diag_len, fmt, ap);
-	va_end(ap);
-	if (diag_len < sizeof(diag) - 1)
-		diag[diag_len++] = '\n', diag[diag_len] = 0;
-}
-
-static int tap_n, tap_failed;
-
-static void tap(bool ok, const char *name, const char *skip)
-{
-	printf("%s %d - %s%s%s\n", ok ? "ok" : "not ok", ++tap_n, name, skip ? " # SKIP " : "",
-	       skip ? skip : "");
-	if (diag_len >= sizeof(diag))
-		diag_len = sizeof(diag) - 1;
-	diag[diag_len] = 0;
-	fputs(diag, stdout);
-	diag_len = 0;
-	diag[0] = 0;
-	tap_failed += !ok;
-	fflush(stdout);
-}
 
 /* ---- network namespace ---- */
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
-static int sysctl_set(const char *key, const char *val)
-{
-	char path[256];
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/sys/%s", key);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	fputs(val, f);
-	return fclose(f) ? -1 : 0;
-}
-
-static void mac_parse(const char *s, __u8 mac[6])
-{
-	if (sscanf(s, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &mac[0], &mac[1], &mac[2], &mac[3],
-		   &mac[4], &mac[5]) != 6)
-		die("bad MAC \"%s\" in the test", s);
-}
-
-static void dev_mac(const char *name, __u8 mac[6])
-{
-	struct ifreq ifr = {};
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (fd < 0 || ioctl(fd, SIOCGIFHWADDR, &ifr))
-		die("cannot read the MAC of %s: %s", name, strerror(errno));
-	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
-	close(fd);
-}
 
 static struct dev *dev_get(const char *name)
 {
@@ -453,26 +373,8 @@ static void cfg_set(__u32 flags, __u32 slot)
 
 /* ---- frames ---- */
 
-static void put16(__u8 *p, __u16 v) { p[0] = v >> 8; p[1] = v; }
-static __u16 get16(const __u8 *p) { return p[0] << 8 | p[1]; }
 
-static __u32 sum16(const void *data, size_t n, __u32 sum)
-{
-	const __u8 *p = data;
 
-	for (; n > 1; n -= 2, p += 2)
-		sum += get16(p);
-	if (n)
-		sum += p[0] << 8;
-	return sum;
-}
-
-static __u16 fold(__u32 sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return sum;
-}
 
 static struct iphdr *ip4(struct frame *f) { return (struct iphdr *)(f->b + f->l3); }
 static struct ipv6hdr *ip6(struct frame *f) { return (struct ipv6hdr *)(f->b + f->l3); }
