@@ -116,17 +116,9 @@ struct tcase {
 	bool lwt;                  /* needs a lightweight-tunnel route */
 };
 
-
-/* Diagnostics of the current case, printed after its ok / not ok line. */
-
-
-
-
 /* ---- network namespace ---- */
 
-
 /* /proc/sys/net is the caller's network namespace. */
-
 
 /* The address the kernel reports (SIOCGIFHWADDR), as the loader registers it. */
 
@@ -189,9 +181,6 @@ static void register_devs(struct xdpr_bpf *skel)
 }
 
 /* ---- frames ---- */
-
-
-
 
 static struct iphdr *ip4(struct frame *f) { return (struct iphdr *)(f->b + f->l3); }
 static struct ipv6hdr *ip6(struct frame *f) { return (struct ipv6hdr *)(f->b + f->l3); }

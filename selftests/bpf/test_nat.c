@@ -94,16 +94,7 @@ static const char *const setup_cmds[] = {
 
 /* ---- TAP ---- */
 
-
-
-
-
-
 /* ---- network namespace ---- */
-
-
-
-
 
 static struct dev *dev_get(const char *name)
 {
@@ -308,8 +299,6 @@ static void fresh(void)
 /* ---- frames ---- */
 
 static void put32(__u8 *p, __u32 v) { put16(p, v >> 16), put16(p + 2, v); }
-
-
 
 /* One IPv4 packet, described by what matters to the NAT. */
 struct pkt {
@@ -883,7 +872,6 @@ static void sleep_ms(int ms)
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 }
-
 
 /* Outbound UDP that stays set up for the next case (the reply). */
 static bool t_udp_out(void)

@@ -164,16 +164,7 @@ struct tcase {
 	int rslot;                 /* ... in the slot 0 table (routes) or slot 1 (routes1) */
 };
 
-
-
-
-
-
 /* ---- network namespace ---- */
-
-
-
-
 
 static struct dev *dev_get(const char *name)
 {
@@ -372,9 +363,6 @@ static void cfg_set(__u32 flags, __u32 slot)
 }
 
 /* ---- frames ---- */
-
-
-
 
 static struct iphdr *ip4(struct frame *f) { return (struct iphdr *)(f->b + f->l3); }
 static struct ipv6hdr *ip6(struct frame *f) { return (struct ipv6hdr *)(f->b + f->l3); }
