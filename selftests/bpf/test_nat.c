@@ -92,8 +92,6 @@ static const char *const setup_cmds[] = {
 	"ip route add 10.9.4.0/24 via 10.0.2.2 dev r1 mtu lock 1280",
 };
 
-/* ---- TAP ---- */
-
 /* ---- network namespace ---- */
 
 static struct dev *dev_get(const char *name)
