@@ -132,6 +132,32 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex)
 	return (f & NETDEV_XDP_ACT_NDO_XMIT) ? XDPR_XMIT_YES : XDPR_XMIT_NO;
 }
 
+struct neigh_req {
+	struct nlmsghdr nh;
+	struct ndmsg nd;
+	char attrs[32];
+};
+
+/* An rtnetlink neighbour message about addr on ifindex. */
+static void neigh_msg(struct neigh_req *r, __u16 type, __u16 flags, int family, const void *addr,
+		      __u32 ifindex)
+{
+	int len = family == AF_INET6 ? 16 : 4;
+	struct nlattr *a;
+
+	memset(r, 0, sizeof(*r));
+	r->nh.nlmsg_len = NLMSG_LENGTH(sizeof(r->nd));
+	r->nh.nlmsg_type = type;
+	r->nh.nlmsg_flags = NLM_F_REQUEST | flags;
+	r->nd.ndm_family = family;
+	r->nd.ndm_ifindex = ifindex;
+	a = (struct nlattr *)((char *)r + NLMSG_ALIGN(r->nh.nlmsg_len));
+	a->nla_type = NDA_DST;
+	a->nla_len = NLA_HDRLEN + len;
+	memcpy((char *)a + NLA_HDRLEN, addr, len);
+	r->nh.nlmsg_len = NLMSG_ALIGN(r->nh.nlmsg_len) + NLA_ALIGN(a->nla_len);
+}
+
 #define NUD_USABLE (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
 
 /*
@@ -140,27 +166,13 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex)
  */
 static int neigh_valid(int fd, int family, const void *addr, __u32 ifindex, __u8 *mac)
 {
-	struct {
-		struct nlmsghdr nh;
-		struct ndmsg nd;
-		char attrs[32];
-	} r = {};
+	struct neigh_req r;
 	char buf[1024];
 	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
 	struct nlattr *a;
-	int len = family == AF_INET6 ? 16 : 4;
 	ssize_t n;
 
-	r.nh.nlmsg_len = NLMSG_LENGTH(sizeof(r.nd));
-	r.nh.nlmsg_type = RTM_GETNEIGH;
-	r.nh.nlmsg_flags = NLM_F_REQUEST;
-	r.nd.ndm_family = family;
-	r.nd.ndm_ifindex = ifindex;
-	a = (struct nlattr *)((char *)&r + NLMSG_ALIGN(r.nh.nlmsg_len));
-	a->nla_type = NDA_DST;
-	a->nla_len = NLA_HDRLEN + len;
-	memcpy((char *)a + NLA_HDRLEN, addr, len);
-	r.nh.nlmsg_len = NLMSG_ALIGN(r.nh.nlmsg_len) + NLA_ALIGN(a->nla_len);
+	neigh_msg(&r, RTM_GETNEIGH, 0, family, addr, ifindex);
 	if (send(fd, &r, r.nh.nlmsg_len, 0) < 0)
 		return -errno;
 	n = recv(fd, buf, sizeof(buf), 0);
@@ -204,13 +216,8 @@ int xdpr_neigh_mac(int family, const void *addr, __u32 ifindex, __u8 mac[6])
  */
 int xdpr_neigh_use(int family, const void *addr, __u32 ifindex)
 {
-	struct {
-		struct nlmsghdr nh;
-		struct ndmsg nd;
-		char attrs[32];
-	} r = {};
-	struct nlattr *a;
-	int fd, len = family == AF_INET6 ? 16 : 4, err = 0;
+	struct neigh_req r;
+	int fd, err;
 
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (fd < 0)
@@ -220,18 +227,9 @@ int xdpr_neigh_use(int family, const void *addr, __u32 ifindex)
 		close(fd);
 		return err < 0 ? err : 0;
 	}
-	r.nh.nlmsg_len = NLMSG_LENGTH(sizeof(r.nd));
-	r.nh.nlmsg_type = RTM_NEWNEIGH;
-	r.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE;
-	r.nd.ndm_family = family;
-	r.nd.ndm_ifindex = ifindex;
+	neigh_msg(&r, RTM_NEWNEIGH, NLM_F_CREATE, family, addr, ifindex);
 	r.nd.ndm_state = NUD_NONE;
 	r.nd.ndm_flags = NTF_USE;
-	a = (struct nlattr *)((char *)&r + NLMSG_ALIGN(r.nh.nlmsg_len));
-	a->nla_type = NDA_DST;
-	a->nla_len = NLA_HDRLEN + len;
-	memcpy((char *)a + NLA_HDRLEN, addr, len);
-	r.nh.nlmsg_len = NLMSG_ALIGN(r.nh.nlmsg_len) + NLA_ALIGN(a->nla_len);
 	if (send(fd, &r, r.nh.nlmsg_len, 0) < 0)
 		err = -errno;
 	close(fd);

@@ -73,6 +73,17 @@ static int live_slot(struct xdpr *x, struct xdpr_cfg *c)
 	return err ? err : (int)(c->rt_slot & 1);
 }
 
+/* The live trie of a route's family, its key, and the router settings. */
+static int live_trie(struct xdpr *x, const struct xdpr_route_spec *rs, struct xdpr_cfg *c, void *key)
+{
+	int slot = live_slot(x, c);
+
+	if (slot < 0)
+		return slot;
+	make_key(rs, key);
+	return trie_fd(x, rs->family == AF_INET6, slot);
+}
+
 static void fmt_prefix(const struct xdpr_route_spec *rs, char *buf, size_t len)
 {
 	char a[INET6_ADDRSTRLEN];
@@ -286,7 +297,7 @@ int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace)
 {
 	__u8 key[sizeof(struct xdpr_rt6_key)];
 	struct xdpr_cfg c;
-	int slot, fd, err;
+	int fd, err;
 	char p[64];
 
 	err = xdpr_route_check(x, rs);
@@ -295,13 +306,9 @@ int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace)
 	if (err)
 		return err;
 	xdpr_local_sync(x);
-	slot = live_slot(x, &c);
-	if (slot < 0)
-		return slot;
-	fd = trie_fd(x, rs->family == AF_INET6, slot);
+	fd = live_trie(x, rs, &c, key);
 	if (fd < 0)
 		return fd;
-	make_key(rs, key);
 	fmt_prefix(rs, p, sizeof(p));
 	/* an LPM lookup returns the longest match: compare by walking keys instead */
 	{
@@ -366,13 +373,10 @@ int xdpr_route_del(struct xdpr *x, const struct xdpr_route_spec *rs)
 	bool any = false;
 	char p[64];
 
-	slot = live_slot(x, &c);
-	if (slot < 0)
-		return slot;
-	fd = trie_fd(x, rs->family == AF_INET6, slot);
+	fd = live_trie(x, rs, &c, key);
 	if (fd < 0)
 		return fd;
-	make_key(rs, key);
+	slot = c.rt_slot & 1;
 	if (bpf_map_delete_elem(fd, key)) {
 		err = -errno;
 		fmt_prefix(rs, p, sizeof(p));
