@@ -143,7 +143,8 @@ static int link_detach(int argc, char **argv)
 		return fail(EXIT_USAGE, "%s", err);
 	}
 	ret = xdpr_open(&x, XDPR_O_LOCK);
-	if (!ret)
+	/* -ESTALE: programs of another xdpr version; they can still be removed */
+	if (!ret || ret == -ESTALE)
 		ret = xdpr_detach(&x, a.devs, a.ndev, a.force ? XDPR_F_FORCE : 0);
 	xdpr_close(&x);
 	return ret ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;

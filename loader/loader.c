@@ -256,9 +256,10 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 							   &x->links[i].cfg);
 	for (int m = 0; m < XM_MAX && x->nlinks; m++)
 		if (x->fd[m] < 0) {
+			/* xdpr_detach() still works on such a router: it needs no map */
 			seterr(x, "map %s not found: the attached program is of another xdpr version "
 				  "(detach it with \"xdpr link detach all\")", map_names[m]);
-			return -ENOENT;
+			return -ESTALE;
 		}
 	if (!x->nlinks) {
 		seterr(x, "xdpr is not attached to any interface in this network namespace");
@@ -568,8 +569,10 @@ static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
 	struct xdp_program *p;
 	int err;
 
-	bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex);
-	bpf_map_delete_elem(x->fd[XM_TX], &ifindex);
+	if (x->fd[XM_IFACES] >= 0)
+		bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex);
+	if (x->fd[XM_TX] >= 0)
+		bpf_map_delete_elem(x->fd[XM_TX], &ifindex);
 
 	mp = get_multiprog(ifindex);
 	p = mp ? find_ours(mp) : NULL;
