@@ -36,6 +36,7 @@ struct gen_cfg {
 	__u16 pad;
 	__u32 flows;          /* > 0: cycle over this many flows; 0: new flow every frame */
 	__u32 addr_mask;      /* source-address steps (after 4096 dports) wrap at this mask */
+	__u32 dsts;           /* > 0: IPv4 destination steps through this many /24s, frame by frame */
 	__u32 nsizes;         /* frame sizes, cycled: 1 (fixed) or GEN_MAX_SIZES (IMIX) */
 	__u32 sizes[16];      /* first nsizes used; 16 for a cheap index mask */
 };
@@ -62,6 +63,7 @@ struct sink_cfg {
 	__u8  src[16];        /* expected source prefix (IPv4 in the first 4 bytes) */
 	__u8  dst[16];        /* bench destination (IPv4 in the first 4 bytes) */
 	__u32 sample_mask;    /* 2^k - 1 */
+	__u32 dst_mask;       /* IPv4: frames to dst/this mask are the bench's (network order) */
 };
 
 enum sink_bad {
@@ -90,7 +92,7 @@ struct sink_frame {
 	__u8  data[96];
 };
 
-_Static_assert(sizeof(struct gen_cfg) == 156, "gen_cfg layout");
-_Static_assert(sizeof(struct sink_cfg) == 52, "sink_cfg layout");
+_Static_assert(sizeof(struct gen_cfg) == 160, "gen_cfg layout");
+_Static_assert(sizeof(struct sink_cfg) == 56, "sink_cfg layout");
 
 #endif /* XDPR_BENCH_H */

@@ -86,6 +86,8 @@ int xb_gen(struct xdp_md *ctx)
 		__builtin_memcpy(ip, cfg.ip, sizeof(*ip));
 		ip->tot_len = bpf_htons(size - 14);
 		ip->saddr = bpf_htonl(bpf_ntohl(ip->saddr) + step);
+		if (cfg.dsts) /* a destination sweep: the next /24 every frame */
+			ip->daddr = bpf_htonl(bpf_ntohl(ip->daddr) + ((__u32)(seq % cfg.dsts) << 8));
 		ip->check = 0;
 		ip->check = ~xb_fold(SUM16(ip, 10));
 		l4 = ip + 1;

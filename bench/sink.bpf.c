@@ -175,7 +175,7 @@ int xb_sink(struct xdp_md *ctx)
 		struct iphdr *ip = (void *)(eth + 1);
 
 		if (eth->h_proto != bpf_htons(ETH_P_IP) || (void *)(ip + 1) > end ||
-		    ip->protocol != cfg.proto || ip->daddr != *(__u32 *)cfg.dst)
+		    ip->protocol != cfg.proto || (ip->daddr & cfg.dst_mask) != *(__u32 *)cfg.dst)
 			goto other;
 	} else {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);

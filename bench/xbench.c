@@ -217,6 +217,8 @@ static int cmd_gen(int argc, char **argv)
 			ttl = atoi(v);
 		else if (!strcmp(k, "flows"))
 			flows = !strcmp(v, "new") ? 0 : atol(v);
+		else if (!strcmp(k, "dsts"))
+			cfg->dsts = atol(v);
 		else if (!strcmp(k, "size") && !strcmp(v, "imix")) {
 			cfg->nsizes = GEN_MAX_SIZES;
 			memcpy(cfg->sizes, imix, sizeof(imix));
@@ -373,6 +375,7 @@ static int attach_sink(int argc, char **argv)
 	struct sink_cfg *cfg;
 	int v6, plen, err = 2;
 	long sample = 16;
+	int dplen = 32;
 
 	if (!skel)
 		return fail(1, "open sink: %s", strerror(errno));
@@ -388,7 +391,7 @@ static int attach_sink(int argc, char **argv)
 			;
 		else if (!strcmp(k, "src") && !parse_addr(v, cfg->src, &v6, &plen))
 			cfg->src_plen = plen;
-		else if (!strcmp(k, "dst") && !parse_addr(v, cfg->dst, &v6, NULL))
+		else if (!strcmp(k, "dst") && !parse_addr(v, cfg->dst, &v6, &dplen))
 			cfg->ipv6 = v6;
 		else if (!strcmp(k, "proto") && !parse_proto(v, &cfg->proto))
 			;
@@ -406,6 +409,8 @@ static int attach_sink(int argc, char **argv)
 		goto out;
 	}
 	cfg->sample_mask = sample - 1;
+	/* dst may be a prefix (a destination sweep): the sink takes the whole of it */
+	cfg->dst_mask = htonl(dplen ? ~0U << (32 - (dplen > 32 ? 32 : dplen)) : 0);
 	if ((err = xb_sink_bpf__load(skel))) {
 		err = fail(1, "load sink: %s", strerror(-err));
 		goto out;
