@@ -201,9 +201,8 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 }
 
 static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
-				   const struct xdpr_iface *in, struct bpf_fib_lookup *fibp)
+				   const struct xdpr_iface *in, struct bpf_fib_lookup *fib)
 {
-	struct bpf_fib_lookup *fib = fibp;
 	struct nat4 p = {};
 	struct xdpr_cfg *cfg;
 	struct iphdr *iph;
@@ -335,9 +334,8 @@ static __always_inline int ip6_martian(const struct ipv6hdr *ip6h)
 }
 
 static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
-				   const struct xdpr_iface *in, struct bpf_fib_lookup *fibp)
+				   const struct xdpr_iface *in, struct bpf_fib_lookup *fib)
 {
-	struct bpf_fib_lookup *fib = fibp;
 	struct xdpr_cfg *cfg;
 	struct ipv6hdr *ip6h;
 	struct l4_ports ports;
