@@ -16,7 +16,10 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <errno.h>
 #include <linux/types.h>
+#include <bpf/bpf.h>
+#include "xdpr_shared.h"
 
 static char diag[16384];
 static size_t diag_len;
@@ -131,6 +134,22 @@ static __u16 fold(__u32 sum)
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	return sum;
+}
+
+/* One interface's counters in xdpr_stats (fd), summed over ncpus CPUs. */
+static void read_slot_sum(int fd, int ncpus, __u32 slot, struct xdpr_ctr sum[XDPR_REASON_MAX])
+{
+	struct xdpr_slot *pc = calloc(ncpus, sizeof(*pc));
+
+	if (!pc || bpf_map_lookup_elem(fd, &slot, pc))
+		die("cannot read xdpr_stats slot %u: %s", slot, strerror(errno));
+	memset(sum, 0, sizeof(struct xdpr_ctr) * XDPR_REASON_MAX);
+	for (int c = 0; c < ncpus; c++)
+		for (int r = 0; r < XDPR_REASON_MAX; r++) {
+			sum[r].packets += pc[c].reason[r].packets;
+			sum[r].bytes += pc[c].reason[r].bytes;
+		}
+	free(pc);
 }
 
 #endif /* XDPR_TEST_HARNESS_H */

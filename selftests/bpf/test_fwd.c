@@ -37,8 +37,8 @@
 #include "libxdpr.h"
 #include "xdpr.skel.h"
 #include "harness.h"
+#include "frame.h"
 
-#define FRAME_MAX 2048
 #define PAYLOAD   32               /* default L4 payload bytes */
 #define PEER_MAC  "02:00:00:00:01:02" /* c0: where test frames come from */
 #define NH_R1     "02:00:00:00:02:02" /* 10.0.2.2, 2001:db8:2::2 on r1 */
@@ -90,13 +90,6 @@ static const char *const lwt_cmds[] = {
 	"ip route add 10.9.6.0/24 encap seg6 mode encap segs 2001:db8:2::2 via 10.0.2.2 dev r1",
 };
 static const char *lwt_route;
-
-struct frame {
-	__u8 b[FRAME_MAX];
-	int len;     /* Ethernet frame bytes */
-	int linear;  /* bytes in the linear area the program sees; 0: all of them */
-	int l3, l4;  /* header offsets */
-};
 
 struct tcase {
 	const char *name;
@@ -486,72 +479,6 @@ static const char *verdict_name(__u32 v)
 	return v < 5 ? names[v] : "XDP_?";
 }
 
-/* One slot's counters summed over CPUs. */
-static void read_slot(__u32 slot, struct xdpr_ctr sum[XDPR_REASON_MAX])
-{
-	struct xdpr_slot *pc = calloc(ncpus, sizeof(*pc));
-
-	if (!pc || bpf_map_lookup_elem(stats_fd, &slot, pc))
-		die("cannot read xdpr_stats slot %u: %s", slot, strerror(errno));
-	memset(sum, 0, sizeof(struct xdpr_ctr) * XDPR_REASON_MAX);
-	for (int c = 0; c < ncpus; c++)
-		for (int r = 0; r < XDPR_REASON_MAX; r++) {
-			sum[r].packets += pc[c].reason[r].packets;
-			sum[r].bytes += pc[c].reason[r].bytes;
-		}
-	free(pc);
-}
-
-/* One BPF_PROG_TEST_RUN of one frame; out gets the frame as the program left it. */
-static int run(__u32 ifindex, const struct frame *f, struct frame *out, __u32 *verdict)
-{
-	struct xdp_md ctx = { .data_end = f->linear ?: f->len, .ingress_ifindex = ifindex };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->b, .data_size_in = f->len,
-		    .data_out = out->b, .data_size_out = sizeof(out->b), .ctx_in = &ctx,
-		    .ctx_size_in = sizeof(ctx), .repeat = 1);
-
-	if (bpf_prog_test_run_opts(prog_fd, &o))
-		return -errno;
-	*verdict = o.retval;
-	out->len = o.data_size_out;
-	out->l3 = f->l3;
-	out->l4 = f->l4;
-	return 0;
-}
-
-static const char *where(const struct frame *f, int off)
-{
-	static char s[32];
-
-	if (off < 6)
-		return "eth dst";
-	if (off < 12)
-		return "eth src";
-	if (off < f->l3)
-		return "eth type / tags";
-	if (off < f->l4)
-		snprintf(s, sizeof(s), "l3 header +%d", off - f->l3);
-	else
-		snprintf(s, sizeof(s), "l4 +%d", off - f->l4);
-	return s;
-}
-
-/* Compare frames; note the first difference. */
-static bool same_bytes(const struct frame *want, const struct frame *got)
-{
-	int n = want->len < got->len ? want->len : got->len;
-
-	if (want->len != got->len)
-		note("frame length: expected %d, got %d", want->len, got->len);
-	for (int i = 0; i < n; i++)
-		if (want->b[i] != got->b[i]) {
-			note("first differing byte at offset %d (%s): expected 0x%02x, got 0x%02x", i,
-			     where(want, i), want->b[i], got->b[i]);
-			return false;
-		}
-	return want->len == got->len;
-}
-
 /* IPv4 checksum of a forwarded frame: valid, and the exact value expected. */
 static bool check_ip4_csum(const struct tcase *c, struct frame *want, struct frame *got)
 {
@@ -589,9 +516,9 @@ static bool run_case(const struct tcase *c)
 	if (c->off && sysctl_set(c->off, "0"))
 		die("cannot clear %s", c->off);
 
-	read_slot(slot, before);
-	err = run(in->ifindex, &f, &out, &verdict);
-	read_slot(slot, after);
+	read_slot_sum(stats_fd, ncpus, slot, before);
+	err = run_frame(prog_fd, in->ifindex, &f, &out, &verdict);
+	read_slot_sum(stats_fd, ncpus, slot, after);
 
 	if (c->off && sysctl_set(c->off, "1"))
 		die("cannot restore %s", c->off);
@@ -653,7 +580,7 @@ static bool test_ecmp(void)
 
 		c.sport = 1024 + i * 997;
 		build(&f, &c, dev_get("r0"));
-		err = run(dev_get("r0")->ifindex, &f, &out, &verdict);
+		err = run_frame(prog_fd, dev_get("r0")->ifindex, &f, &out, &verdict);
 		if (err || verdict != XDP_REDIRECT) {
 			note("sport %u: %s", c.sport, err ? strerror(-err) : verdict_name(verdict));
 			return false;

@@ -553,21 +553,6 @@ struct evs {
 #define NEW     [XDPR_NE_SESS_NEW] = 1
 #define KEPT    [XDPR_NE_PORT_PRESERVED] = 1
 
-static void read_slot(__u32 slot, struct xdpr_ctr sum[XDPR_REASON_MAX])
-{
-	struct xdpr_slot *pc = calloc(ncpus, sizeof(*pc));
-
-	if (!pc || bpf_map_lookup_elem(stats_fd, &slot, pc))
-		die("cannot read xdpr_stats slot %u: %s", slot, strerror(errno));
-	memset(sum, 0, sizeof(struct xdpr_ctr) * XDPR_REASON_MAX);
-	for (int c = 0; c < ncpus; c++)
-		for (int r = 0; r < XDPR_REASON_MAX; r++) {
-			sum[r].packets += pc[c].reason[r].packets;
-			sum[r].bytes += pc[c].reason[r].bytes;
-		}
-	free(pc);
-}
-
 /* NAT events of a rule, summed over CPUs. */
 static void read_ev(__u32 rule, struct evs *e)
 {
@@ -608,12 +593,12 @@ static void run(const char *dev, const struct frame *f, struct result *r)
 
 	r->in = f;
 	r->dev = dev;
-	read_slot(d->slot, r->before);
+	read_slot_sum(stats_fd, ncpus, d->slot, r->before);
 	read_ev(cur_rule, &r->ev0);
 	r->err = bpf_prog_test_run_opts(prog_fd, &o) ? -errno : 0;
 	r->verdict = o.retval;
 	r->out.len = o.data_size_out;
-	read_slot(d->slot, r->after);
+	read_slot_sum(stats_fd, ncpus, d->slot, r->after);
 	read_ev(cur_rule, &r->ev1);
 }
 
@@ -1899,7 +1884,7 @@ static bool t_table_full(void)
 
 	fresh();
 	cfg_write(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, 1u << 30);
-	read_slot(1, before);
+	read_slot_sum(stats_fd, ncpus, 1, before);
 	read_ev(1, &e0);
 	for (int i = 0; i < nflows; i++) {
 		struct pkt k = { .src = IN2, .dst = i < 60000 ? REM : REM3, .sport = 5000,
@@ -1922,7 +1907,7 @@ static bool t_table_full(void)
 				first_evict = i;
 		}
 	}
-	read_slot(1, after);
+	read_slot_sum(stats_fd, ncpus, 1, after);
 	read_ev(1, &e1);
 	ct = map_count(ct_fd);
 	note("%d flows: %d forwarded, first eviction seen by flow %d, %llu evicted, %d ct entries",

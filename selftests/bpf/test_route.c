@@ -40,8 +40,8 @@
 #include "libxdpr.h"
 #include "xdpr.skel.h"
 #include "harness.h"
+#include "frame.h"
 
-#define FRAME_MAX 2048
 #define PAYLOAD   32
 #define PEER_MAC  "02:00:00:00:01:02"  /* c0: where test frames come from */
 #define NH_A      "02:00:00:00:02:02"  /* 10.0.2.2, 2001:db8:2::2 on r1 */
@@ -143,12 +143,6 @@ static struct rdef routes1[] = {
 	{ "2001:db8:100::/48", BLACKHOLE, 102 },
 };
 #define NROUTES1 ((int)(sizeof(routes1) / sizeof(routes1[0])))
-
-struct frame {
-	__u8 b[FRAME_MAX];
-	int len;
-	int l3, l4;
-};
 
 struct tcase {
 	const char *name;
@@ -479,21 +473,6 @@ static const char *verdict_name(__u32 v)
 	return v < 5 ? names[v] : "XDP_?";
 }
 
-static void read_slot(__u32 slot, struct xdpr_ctr sum[XDPR_REASON_MAX])
-{
-	struct xdpr_slot *pc = calloc(ncpus, sizeof(*pc));
-
-	if (!pc || bpf_map_lookup_elem(stats_fd, &slot, pc))
-		die("cannot read xdpr_stats slot %u: %s", slot, strerror(errno));
-	memset(sum, 0, sizeof(struct xdpr_ctr) * XDPR_REASON_MAX);
-	for (int c = 0; c < ncpus; c++)
-		for (int r = 0; r < XDPR_REASON_MAX; r++) {
-			sum[r].packets += pc[c].reason[r].packets;
-			sum[r].bytes += pc[c].reason[r].bytes;
-		}
-	free(pc);
-}
-
 /* One route's counters: per CPU into percpu (ncpus entries, may be NULL), summed. */
 static struct xdpr_ctr read_route(__u32 id, struct xdpr_ctr *percpu)
 {
@@ -527,50 +506,7 @@ static void read_routes(struct xdpr_ctr *c)
 
 static int run(const struct frame *f, struct frame *out, __u32 *verdict)
 {
-	struct xdp_md ctx = { .data_end = f->len, .ingress_ifindex = dev_get("r0")->ifindex };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->b, .data_size_in = f->len,
-		    .data_out = out->b, .data_size_out = sizeof(out->b), .ctx_in = &ctx,
-		    .ctx_size_in = sizeof(ctx), .repeat = 1);
-
-	if (bpf_prog_test_run_opts(prog_fd, &o))
-		return -errno;
-	*verdict = o.retval;
-	out->len = o.data_size_out;
-	out->l3 = f->l3;
-	out->l4 = f->l4;
-	return 0;
-}
-
-static const char *where(const struct frame *f, int off)
-{
-	static char s[32];
-
-	if (off < 6)
-		return "eth dst";
-	if (off < 12)
-		return "eth src";
-	if (off < f->l3)
-		return "eth type";
-	if (off < f->l4)
-		snprintf(s, sizeof(s), "l3 header +%d", off - f->l3);
-	else
-		snprintf(s, sizeof(s), "l4 +%d", off - f->l4);
-	return s;
-}
-
-static bool same_bytes(const struct frame *want, const struct frame *got)
-{
-	int n = want->len < got->len ? want->len : got->len;
-
-	if (want->len != got->len)
-		note("frame length: expected %d, got %d", want->len, got->len);
-	for (int i = 0; i < n; i++)
-		if (want->b[i] != got->b[i]) {
-			note("first differing byte at offset %d (%s): expected 0x%02x, got 0x%02x", i,
-			     where(want, i), want->b[i], got->b[i]);
-			return false;
-		}
-	return want->len == got->len;
+	return run_frame(prog_fd, dev_get("r0")->ifindex, f, out, verdict);
 }
 
 static bool check_ip4_csum(struct frame *want, struct frame *got)
@@ -609,10 +545,10 @@ static bool run_case(const struct tcase *c)
 	if (c->route)
 		want_id = route_get(c->route, c->rslot)->id;
 	build(&f, c);
-	read_slot(1, before);
+	read_slot_sum(stats_fd, ncpus, 1, before);
 	read_routes(rb);
 	err = run(&f, &out, &verdict);
-	read_slot(1, after);
+	read_slot_sum(stats_fd, ncpus, 1, after);
 	read_routes(ra);
 	if (err) {
 		note("BPF_PROG_TEST_RUN: %s", strerror(-err));
