@@ -393,7 +393,7 @@ make_file() {
 # connection, the server writes what arrives to FILE.recv.  0 when both
 # sides exit 0 and the received bytes have FILE's SHA-256.
 tcp_send() {
-	local sns=$1 dns=$2 addr=$3 port=$4 file=$5 spid rc_c rc_s tcp=TCP4
+	local sns=$1 dns=$2 addr=$3 port=$4 file=$5 spid tcp=TCP4
 	[[ "$addr" == *:* ]] && tcp=TCP6
 	rm -f "$file.recv"
 	timeout 40 ip netns exec "$dns" socat -u "$tcp-LISTEN:$port,reuseaddr" "CREATE:$file.recv" \
@@ -405,7 +405,13 @@ tcp_send() {
 		return 1
 	fi
 	T_TIMEOUT=30 in_ns "$sns" socat -u "OPEN:$file,rdonly" "$tcp:$addr:$port" 2>"$file.client.err"
-	rc_c=$?
+	transfer_done $? "$spid" "$file"
+}
+
+# transfer_done CLIENT_RC SERVER_PID FILE: both socat ends exited 0 and
+# FILE.recv has FILE's SHA-256 (second half of tcp_send and tcp_fetch).
+transfer_done() {
+	local rc_c=$1 spid=$2 file=$3 rc_s
 	wait "$spid"
 	rc_s=$?
 	if [ "$rc_c" -ne 0 ] || [ "$rc_s" -ne 0 ]; then

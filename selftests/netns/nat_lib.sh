@@ -279,7 +279,7 @@ tcp_ask() {
 # TCP connection, the client stores it as FILE.recv; 0 when both socats exit
 # 0 and the SHA-256 matches.
 tcp_fetch() {
-	local cns=$1 sns=$2 addr=$3 port=$4 file=$5 spid rc_c rc_s
+	local cns=$1 sns=$2 addr=$3 port=$4 file=$5 spid
 	rm -f "$file.recv"
 	timeout 40 ip netns exec "$sns" socat -u "OPEN:$file,rdonly" "TCP4-LISTEN:$port,reuseaddr" \
 		2>"$file.server.err" &
@@ -290,16 +290,7 @@ tcp_fetch() {
 		return 1
 	fi
 	T_TIMEOUT=30 in_ns "$cns" socat -u "TCP4:$addr:$port" "CREATE:$file.recv" 2>"$file.client.err"
-	rc_c=$?
-	wait "$spid"
-	rc_s=$?
-	if [ "$rc_c" -ne 0 ] || [ "$rc_s" -ne 0 ]; then
-		diag "socat client exit $rc_c, server exit $rc_s"
-		diag_file "$file.client.err"
-		diag_file "$file.server.err"
-		return 1
-	fi
-	same_sha "$file" "$file.recv"
+	transfer_done $? "$spid" "$file"
 }
 
 # ---------------------------------------------------------------- leak capture
