@@ -10,22 +10,8 @@ topo_create dt
 ok "link attach r0 r1" xdpr link attach r0 r1 || abort "cannot attach: nothing else can be tested"
 
 # ~6.5 MB sent in 64 KiB pieces every 0.1 s: a ~11 s stream at ~600 KB/s.
-chunks=100
-data=$T_TMP/stream
-head -c $((chunks * 65536)) /dev/urandom >"$data"
-rm -f "$data.recv"
-timeout 60 ip netns exec "$S" socat -u TCP4-LISTEN:5010,reuseaddr "CREATE:$data.recv" \
-	2>"$T_TMP/server.err" &
-server=$!
-wait_listen "$S" 5010 || diag "server did not start listening"
-(
-	for ((i = 0; i < chunks; i++)); do
-		dd if="$data" bs=65536 skip="$i" count=1 status=none || break
-		sleep 0.1
-	done | timeout 40 ip netns exec "$C" socat -u STDIN TCP4:10.0.2.2:5010 2>"$T_TMP/client.err"
-	echo "${PIPESTATUS[1]}" >"$T_TMP/client.rc"
-) &
-client=$!
+stream_start "$C" "$S" 10.0.2.2 5010 100
+client=$STREAM_CLIENT data=$STREAM_DATA
 
 sleep 1
 f0=$(ctr "$R" r0 forwarded)
@@ -53,12 +39,7 @@ sleep 2
 num "$(grown "$f0" "$R" r0 forwarded)" -ge 100 "after re-attach r0 forwarded grows again"
 num "$(grown "$f1" "$R" r1 forwarded)" -ge 10 "after re-attach r1 forwards to r0 again"
 
-wait "$client"
-wait "$server"
-server_rc=$?
-is "$(cat "$T_TMP/client.rc" 2>/dev/null)" 0 "stream: client socat exits 0" || diag_file "$T_TMP/client.err"
-is "$server_rc" 0 "stream: server socat exits 0" || diag_file "$T_TMP/server.err"
-ok "stream: all $((chunks * 64)) KiB arrive with the same SHA-256" same_sha "$data" "$data.recv"
+stream_check
 is "$(snmp "$C" Tcp EstabResets)/$(snmp "$S" Tcp EstabResets)" "0/0" \
 	"no connection reset on either side (Tcp EstabResets)"
 is "$(snmp "$S" Tcp InCsumErrors)" 0 "server: TcpInCsumErrors is 0"

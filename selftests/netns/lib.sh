@@ -408,6 +408,42 @@ tcp_send() {
 	transfer_done $? "$spid" "$file"
 }
 
+# stream_start CLIENT_NS SERVER_NS ADDR PORT CHUNKS: a paced TCP stream in
+# the background, CHUNKS pieces of 64 KiB every 0.1 s from CLIENT_NS to a
+# socat on SERVER_NS.  Sets STREAM_DATA, STREAM_CLIENT, STREAM_SERVER.
+stream_start() {
+	local cns=$1 sns=$2 addr=$3 port=$4 chunks=$5
+	STREAM_DATA=$T_TMP/stream STREAM_CHUNKS=$chunks
+	head -c $((chunks * 65536)) /dev/urandom >"$STREAM_DATA"
+	rm -f "$STREAM_DATA.recv"
+	timeout 60 ip netns exec "$sns" socat -u "TCP4-LISTEN:$port,reuseaddr" \
+		"CREATE:$STREAM_DATA.recv" 2>"$T_TMP/server.err" &
+	STREAM_SERVER=$!
+	wait_listen "$sns" "$port" || diag "server did not start listening"
+	(
+		for ((i = 0; i < chunks; i++)); do
+			dd if="$STREAM_DATA" bs=65536 skip="$i" count=1 status=none || break
+			sleep 0.1
+		done | timeout 40 ip netns exec "$cns" socat -u STDIN "TCP4:$addr:$port" \
+			2>"$T_TMP/client.err"
+		echo "${PIPESTATUS[1]}" >"$T_TMP/client.rc"
+	) &
+	STREAM_CLIENT=$!
+}
+
+# stream_check: wait for the stream; three checks (both ends exit 0, same SHA-256).
+stream_check() {
+	local server_rc
+	wait "$STREAM_CLIENT"
+	wait "$STREAM_SERVER"
+	server_rc=$?
+	is "$(cat "$T_TMP/client.rc" 2>/dev/null)" 0 "stream: client socat exits 0" ||
+		diag_file "$T_TMP/client.err"
+	is "$server_rc" 0 "stream: server socat exits 0" || diag_file "$T_TMP/server.err"
+	ok "stream: all $((STREAM_CHUNKS * 64)) KiB arrive with the same SHA-256" \
+		same_sha "$STREAM_DATA" "$STREAM_DATA.recv"
+}
+
 # transfer_done CLIENT_RC SERVER_PID FILE: both socat ends exited 0 and
 # FILE.recv has FILE's SHA-256 (second half of tcp_send and tcp_fetch).
 transfer_done() {

@@ -14,22 +14,8 @@ tcp_echo "$S" 7001 || diag "tcp echo server did not start"
 
 # ---- rule changes while a TCP stream runs
 # ~4.5 MB in 64 KiB pieces every 0.1 s: a ~7 s stream.
-chunks=70
-data=$T_TMP/stream
-head -c $((chunks * 65536)) /dev/urandom >"$data"
-rm -f "$data.recv"
-timeout 60 ip netns exec "$S" socat -u TCP4-LISTEN:5010,reuseaddr "CREATE:$data.recv" \
-	2>"$T_TMP/server.err" &
-server=$!
-wait_listen "$S" 5010 || diag "server did not start listening"
-(
-	for ((i = 0; i < chunks; i++)); do
-		dd if="$data" bs=65536 skip="$i" count=1 status=none || break
-		sleep 0.1
-	done | timeout 40 ip netns exec "$C1" socat -u STDIN TCP4:10.0.4.2:5010 2>"$T_TMP/client.err"
-	echo "${PIPESTATUS[1]}" >"$T_TMP/client.rc"
-) &
-client=$!
+stream_start "$C1" "$S" 10.0.4.2 5010 70
+client=$STREAM_CLIENT data=$STREAM_DATA
 
 sleep 1.5
 o0=$(nat_ctr translated_out)
@@ -54,12 +40,7 @@ ok "the stream was still running after the last change" kill -0 "$client"
 s=$(sessions proto tcp)
 is "$(jq -r '.[] | select(.remote_port == 5010) | "\(.outside) \(.state) \(.paired)"' <<<"$s")" \
 	"10.0.2.1 established true" "nat sessions: the stream's session is established and paired"
-wait "$client"
-wait "$server"
-server_rc=$?
-is "$(cat "$T_TMP/client.rc" 2>/dev/null)" 0 "stream: client socat exits 0" || diag_file "$T_TMP/client.err"
-is "$server_rc" 0 "stream: server socat exits 0" || diag_file "$T_TMP/server.err"
-ok "stream: all $((chunks * 64)) KiB arrive with the same SHA-256" same_sha "$data" "$data.recv"
+stream_check
 is "$(snmp "$C1" Tcp EstabResets)/$(snmp "$S" Tcp EstabResets)" "0/0" \
 	"no connection reset on either side (Tcp EstabResets)"
 is "$(csum_errors "$S")" "0/0" "server: TcpInCsumErrors/UdpInCsumErrors are 0/0"
