@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * route.h - the route map: longest-prefix match consulted before the kernel
- * FIB.  Two LPM tries per family sit in a two-slot array of maps; the live
- * slot is xdpr_cfg.rt_slot, so a bulk load or flush fills the other slot and
- * switches both families with one update.  Per-route counters are per CPU.
+ * FIB.  Each of the two slots holds a whole table, both families: a
+ * multibit-trie index (xdpr_rtdir, see xdpr_shared.h) and the route records
+ * it points to (xdpr_rtrec).  The live slot is xdpr_cfg.rt_slot: every change
+ * builds the other slot and switches with one update, so packets see the
+ * old table or the new one, never a mix.  Per-route counters are per CPU.
  */
 #ifndef XDPR_ROUTE_H
 #define XDPR_ROUTE_H
@@ -12,35 +14,40 @@
 #include <bpf/bpf_helpers.h>
 #include "xdpr_shared.h"
 
-struct rt4_trie {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, XDPR_RT_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(key_size, sizeof(struct xdpr_rt4_key)); /* libbpf 1.1: sizes, not types, in inner maps */
-	__uint(value_size, sizeof(struct xdpr_route));
+/*
+ * Inner maps of a slot: sizes vary with the table (BPF_F_INNER_MAP), the
+ * CLI fills them through mmap before they go live and never writes them
+ * after.  The definitions are the smallest tables: empty ones.
+ */
+struct rt_dir {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XDPR_DIR_GROUPS);
+	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	__uint(key_size, sizeof(__u32)); /* libbpf 1.1: sizes, not types, in inner maps */
+	__uint(value_size, sizeof(struct xdpr_dir_block));
 };
 
-struct rt6_trie {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, XDPR_RT_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(key_size, sizeof(struct xdpr_rt6_key));
-	__uint(value_size, sizeof(struct xdpr_route));
+struct rt_rec {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct xdpr_rtrec));
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, 2);
 	__type(key, __u32);
-	__array(values, struct rt4_trie);
-} xdpr_rt4 SEC(".maps");
+	__array(values, struct rt_dir);
+} xdpr_rtdir SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, 2);
 	__type(key, __u32);
-	__array(values, struct rt6_trie);
-} xdpr_rt6 SEC(".maps");
+	__array(values, struct rt_rec);
+} xdpr_rtrec SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -151,23 +158,56 @@ static __always_inline int rt_static_nh(struct xdp_md *ctx, struct bpf_fib_looku
 	return -1;
 }
 
+/*
+ * Longest-prefix match of the address bytes a[0..len-1] (len 4 or 16, a
+ * has 16 bytes) in the live slot: one block per stride, then the record.
+ */
+static __always_inline struct xdpr_route *rt_lookup(const struct xdpr_cfg *cfg, const __u8 *a,
+						    __u32 len, __u32 base)
+{
+	__u32 slot = cfg->rt_slot & 1, blk, e, i;
+	struct xdpr_dir_block *b;
+	struct xdpr_rtrec *rec;
+	void *dir = bpf_map_lookup_elem(&xdpr_rtdir, &slot), *recs;
+
+	if (!dir)
+		return NULL;
+	blk = base + a[0];
+	b = bpf_map_lookup_elem(dir, &blk);
+	if (!b)
+		return NULL;
+	e = b->e[a[1]];
+	for (i = 2; i < len && (e & XDPR_DIR_GROUP); i++) {
+		blk = e & ~XDPR_DIR_GROUP;
+		b = bpf_map_lookup_elem(dir, &blk);
+		if (!b)
+			return NULL;
+		e = b->e[a[i & 15]];
+	}
+	if (!e || (e & XDPR_DIR_GROUP))
+		return NULL;
+	recs = bpf_map_lookup_elem(&xdpr_rtrec, &slot);
+	if (!recs)
+		return NULL;
+	e--;
+	rec = bpf_map_lookup_elem(recs, &e);
+	return rec && rec->family ? &rec->r : NULL;
+}
+
 static __always_inline struct xdpr_route *rt4_lookup(const struct xdpr_cfg *cfg, __be32 daddr)
 {
-	struct xdpr_rt4_key k = { .prefixlen = 32, .addr = daddr };
-	__u32 slot = cfg->rt_slot & 1;
-	void *trie = bpf_map_lookup_elem(&xdpr_rt4, &slot);
+	__u8 a[16] = {};
 
-	return trie ? bpf_map_lookup_elem(trie, &k) : NULL;
+	__builtin_memcpy(a, &daddr, 4);
+	return rt_lookup(cfg, a, 4, XDPR_DIR_V4);
 }
 
 static __always_inline struct xdpr_route *rt6_lookup(const struct xdpr_cfg *cfg, const void *daddr)
 {
-	struct xdpr_rt6_key k = { .prefixlen = 128 };
-	__u32 slot = cfg->rt_slot & 1;
-	void *trie = bpf_map_lookup_elem(&xdpr_rt6, &slot);
+	__u8 a[16];
 
-	__builtin_memcpy(k.addr, daddr, 16);
-	return trie ? bpf_map_lookup_elem(trie, &k) : NULL;
+	__builtin_memcpy(a, daddr, 16);
+	return rt_lookup(cfg, a, 16, XDPR_DIR_V6);
 }
 
 #endif /* XDPR_ROUTE_H */

@@ -161,7 +161,7 @@ struct xdpr_cfg {
 	__u32 holddown;         /* a freed port is not given to another host for this long */
 	__u32 host_limit;       /* sessions per inside host (RFC 6888) */
 	__u32 next_rule;        /* userspace: rule ids are handed out round robin */
-	__u32 rt_slot;          /* live route map: xdpr_rt4/xdpr_rt6 slot 0 or 1 */
+	__u32 rt_slot;          /* live route table: xdpr_rtdir/xdpr_rtrec slot 0 or 1 */
 	__u32 pad[7];
 };
 
@@ -282,16 +282,6 @@ enum xdpr_rt_action {
 	XDPR_RT_PASS      = 3, /* hand to the kernel */
 };
 
-struct xdpr_rt4_key {
-	__u32 prefixlen;    /* LPM trie key: length, then address bytes */
-	__be32 addr;
-};
-
-struct xdpr_rt6_key {
-	__u32 prefixlen;
-	__u8 addr[16];
-};
-
 enum xdpr_nh_flags {
 	XDPR_NH_MAC = 1 << 0, /* mac is the gateway's (IPv6 link-local: no FIB lookup) */
 };
@@ -309,6 +299,36 @@ struct xdpr_route {
 	__u8 nnh;           /* next hops in use (via) */
 	__u16 pad;
 	struct xdpr_nh nh[XDPR_RT_MAX_NH];
+};
+
+/*
+ * The packet path's view of a route table: a multibit trie in flat arrays
+ * (controlled prefix expansion, strides 16-8-8...), one inner map of 1 KiB
+ * blocks per slot.  Blocks 0-255 are IPv4's first level (indexed by the top
+ * 16 address bits), 256-511 IPv6's; groups of 256 entries, one address byte
+ * each, follow.  An entry is 0 (no route: ask the FIB), XDPR_DIR_GROUP | block
+ * (look at the next byte there), or record index + 1 into the slot's
+ * xdpr_rtrec array.  A lookup reads at most 3 blocks for IPv4 and 15 for IPv6
+ * whatever the table size.  Tables are built whole by the CLI and swapped in.
+ */
+#define XDPR_DIR_V4         0
+#define XDPR_DIR_V6         256
+#define XDPR_DIR_GROUPS     512
+#define XDPR_DIR_GROUP      0x80000000u
+#define XDPR_DIR_MAX_BLOCKS (1u << 20)  /* 1 GiB of index */
+
+struct xdpr_dir_block {
+	__u32 e[256];
+};
+
+/* One route as stored: the packet path reads r; the rest is for listing. */
+struct xdpr_rtrec {
+	struct xdpr_route r;
+	__u8 family;        /* AF_INET / AF_INET6; 0: unused record */
+	__u8 plen;
+	__u16 pad;
+	__u8 addr[16];      /* host bits zero */
+	__u32 pad2;
 };
 
 /* The router's own addresses: a map route never takes traffic for them. */
@@ -335,7 +355,8 @@ _Static_assert(sizeof(struct xdpr_nat_rule) == 32, "xdpr_nat_rule layout");
 _Static_assert(sizeof(struct xdpr_cfg) == 64, "xdpr_cfg layout");
 _Static_assert(sizeof(struct xdpr_route) == 8 + 28 * XDPR_RT_MAX_NH, "xdpr_route layout");
 _Static_assert(sizeof(struct xdpr_local_key) == 20, "xdpr_local_key layout");
-_Static_assert(sizeof(struct xdpr_rt4_key) == 8 && sizeof(struct xdpr_rt6_key) == 20, "route keys");
+_Static_assert(sizeof(struct xdpr_rtrec) == 256, "xdpr_rtrec layout");
+_Static_assert(sizeof(struct xdpr_dir_block) == 1024, "xdpr_dir_block layout");
 _Static_assert(sizeof(struct xdpr_ct_key) == 16, "xdpr_ct_key layout");
 _Static_assert(sizeof(struct xdpr_ct_val) == 32, "xdpr_ct_val layout");
 _Static_assert(sizeof(struct xdpr_bind_key) == 8, "xdpr_bind_key layout");

@@ -45,7 +45,7 @@ struct xdpr_link {
 /* The maps every program instance shares (names in xdpr_shared.h). */
 enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
-	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RT4, XM_RT6, XM_RTSTATS, XM_LOCAL,
+	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTSTATS, XM_LOCAL,
 	XM_MAX
 };
 
@@ -105,7 +105,16 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex);
 struct bpf_object;
 int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
 int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
-int xdpr_rt_new_trie(struct xdpr *x, int v6);
+enum { XDPR_RT_DIR = 0, XDPR_RT_REC = 1 };
+int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries);
+/*
+ * The lookup index of n records (sorted, unique prefixes, host bits zero):
+ * *blocks (malloc'd, *nblocks xdpr_dir_block) as the packet path reads it.
+ */
+int xdpr_rt_index(const struct xdpr_rtrec *rec, size_t n, struct xdpr_dir_block **blocks,
+		  size_t *nblocks);
+/* Both inner maps of a slot for these records, filled: 0 or -errno with x->err. */
+int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n, int *dir_fd, int *rec_fd);
 void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern const char *const map_names[XM_MAX];
 

@@ -43,7 +43,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_CFG] = XDPR_MAP_CFG,       [XM_RULES] = XDPR_MAP_RULES,   [XM_NSTATS] = XDPR_MAP_NSTATS,
 	[XM_CT] = XDPR_MAP_CT,         [XM_BIND] = XDPR_MAP_BIND,     [XM_EIM] = XDPR_MAP_EIM,
 	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
-	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RT4] = "xdpr_rt4",      [XM_RT6] = "xdpr_rt6",
+	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RTDIR] = "xdpr_rtdir",  [XM_RTREC] = "xdpr_rtrec",
 	[XM_RTSTATS] = "xdpr_rt_stats", [XM_LOCAL] = "xdpr_local",
 };
 
@@ -324,7 +324,7 @@ static int map_index(const char *name)
 	return -1;
 }
 
-/* Shape of the route tries (from the skeleton), for building new ones. */
+/* Shape of the route table inner maps (from the skeleton), for building new ones. */
 struct map_proto {
 	enum bpf_map_type type;
 	__u32 key, value, max, flags;
@@ -334,38 +334,46 @@ static struct map_proto rt_proto[2];
 static int create_like(struct bpf_map *m)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));
-	int fd = bpf_map_create(bpf_map__type(m), "xdpr_rt_trie", bpf_map__key_size(m),
+	int fd = bpf_map_create(bpf_map__type(m), "xdpr_rt_inner", bpf_map__key_size(m),
 				bpf_map__value_size(m), bpf_map__max_entries(m), &o);
 
 	return fd < 0 ? -errno : fd;
 }
 
-/* A new, empty route trie for AF_INET (0) or AF_INET6 (1). */
-int xdpr_rt_new_trie(struct xdpr *x, int v6)
+static void set_proto(struct map_proto *p, const struct bpf_map *in)
 {
-	struct map_proto *p = &rt_proto[!!v6];
+	*p = (struct map_proto){ bpf_map__type(in), bpf_map__key_size(in), bpf_map__value_size(in),
+				 bpf_map__max_entries(in), bpf_map__map_flags(in) };
+}
+
+/*
+ * A new inner map for a route table slot: XDPR_RT_DIR (index blocks) or
+ * XDPR_RT_REC (records), max entries; 0 entries: the definition's (empty).
+ */
+int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries)
+{
+	struct map_proto *p = &rt_proto[!!which];
 	int fd;
 
 	if (!p->key) {
 		struct xdpr_bpf *skel = xdpr_bpf__open();
-		struct bpf_map *in;
 
 		if (!skel) {
 			seterr(x, "cannot open the BPF object: %s", strerror(errno));
 			return -errno;
 		}
-		in = bpf_map__inner_map(v6 ? skel->maps.xdpr_rt6 : skel->maps.xdpr_rt4);
-		*p = (struct map_proto){ bpf_map__type(in), bpf_map__key_size(in), bpf_map__value_size(in),
-					 bpf_map__max_entries(in), bpf_map__map_flags(in) };
+		set_proto(&rt_proto[XDPR_RT_DIR], bpf_map__inner_map(skel->maps.xdpr_rtdir));
+		set_proto(&rt_proto[XDPR_RT_REC], bpf_map__inner_map(skel->maps.xdpr_rtrec));
 		xdpr_bpf__destroy(skel);
 	}
 	{
 		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = p->flags);
 
-		fd = bpf_map_create(p->type, "xdpr_rt_trie", p->key, p->value, p->max, &o);
+		fd = bpf_map_create(p->type, "xdpr_rt_inner", p->key, p->value, entries ? entries : p->max, &o);
 	}
 	if (fd < 0) {
-		seterr(x, "cannot create a route table: %s", strerror(errno));
+		seterr(x, "cannot create a route table of %u entries: %s", entries ? entries : p->max,
+		       strerror(errno));
 		return -errno;
 	}
 	return fd;
@@ -375,7 +383,7 @@ int xdpr_rt_new_trie(struct xdpr *x, int v6)
 static int create_maps(struct xdpr *x)
 {
 	struct xdpr_bpf *skel = xdpr_bpf__open();
-	struct bpf_map *m, *inner4, *inner6;
+	struct bpf_map *m;
 	int err = 0;
 
 	if (!skel) {
@@ -426,14 +434,8 @@ static int create_maps(struct xdpr *x)
 		}
 	}
 	if (!err) {
-		inner4 = bpf_map__inner_map(skel->maps.xdpr_rt4);
-		inner6 = bpf_map__inner_map(skel->maps.xdpr_rt6);
-		rt_proto[0] = (struct map_proto){ bpf_map__type(inner4), bpf_map__key_size(inner4),
-						  bpf_map__value_size(inner4), bpf_map__max_entries(inner4),
-						  bpf_map__map_flags(inner4) };
-		rt_proto[1] = (struct map_proto){ bpf_map__type(inner6), bpf_map__key_size(inner6),
-						  bpf_map__value_size(inner6), bpf_map__max_entries(inner6),
-						  bpf_map__map_flags(inner6) };
+		set_proto(&rt_proto[XDPR_RT_DIR], bpf_map__inner_map(skel->maps.xdpr_rtdir));
+		set_proto(&rt_proto[XDPR_RT_REC], bpf_map__inner_map(skel->maps.xdpr_rtrec));
 	}
 	xdpr_bpf__destroy(skel);
 	return err;

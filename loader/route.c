@@ -2,10 +2,12 @@
 /*
  * route.c - the route map: validation, live changes, bulk load and listing.
  *
- * Single changes go to the live table (one LPM trie update is atomic for
- * packets).  A load or flush builds new tries in the idle slot of
- * xdpr_rt4/xdpr_rt6 and then switches xdpr_cfg.rt_slot: packets see the
- * whole old table or the whole new one, both families at once.
+ * Every change builds a whole table (both families: lookup index and
+ * records, see rtindex.c) in the idle slot of xdpr_rtdir/xdpr_rtrec and
+ * then switches xdpr_cfg.rt_slot: packets see the old table or the new one,
+ * never a mix, and nothing a packet may be reading is ever written.  The
+ * records of the live slot are the table's only copy: add, del and replace
+ * read them, change one, and build the next table from the result.
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -13,58 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include "libxdpr.h"
-
-#define KEY_SIZE(v6) ((v6) ? sizeof(struct xdpr_rt6_key) : sizeof(struct xdpr_rt4_key))
-
-static void make_key(const struct xdpr_route_spec *rs, void *key)
-{
-	struct xdpr_rt6_key *k = key; /* same layout: prefixlen, then the address */
-
-	k->prefixlen = rs->plen;
-	memcpy(k->addr, rs->addr, rs->family == AF_INET6 ? 16 : 4);
-}
-
-/* fd of the trie in a slot of xdpr_rt4 (v6 == 0) or xdpr_rt6. */
-static int trie_fd(struct xdpr *x, int v6, __u32 slot)
-{
-	__u32 id;
-	int fd;
-
-	if (bpf_map_lookup_elem(x->fd[v6 ? XM_RT6 : XM_RT4], &slot, &id)) {
-		seterr(x, "cannot read the route table: %s", strerror(errno));
-		return -errno;
-	}
-	fd = bpf_map_get_fd_by_id(id);
-	if (fd < 0) {
-		seterr(x, "cannot open the route table: %s", strerror(errno));
-		return -errno;
-	}
-	return fd;
-}
-
-/*
- * Call cb(key, route, arg) for every entry of one trie; stops when cb
- * returns non-zero and passes that on.
- */
-static int trie_walk(int fd, int (*cb)(const void *key, const struct xdpr_route *r, void *arg), void *arg)
-{
-	__u8 k[sizeof(struct xdpr_rt6_key)], next[sizeof(struct xdpr_rt6_key)];
-	struct xdpr_route r;
-	void *prev = NULL;
-	int ret = 0;
-
-	while (!ret && !bpf_map_get_next_key(fd, prev, next)) {
-		memcpy(k, next, sizeof(k));
-		prev = k;
-		if (!bpf_map_lookup_elem(fd, k, &r))
-			ret = cb(k, &r, arg);
-	}
-	return ret;
-}
 
 static int live_slot(struct xdpr *x, struct xdpr_cfg *c)
 {
@@ -73,15 +28,129 @@ static int live_slot(struct xdpr *x, struct xdpr_cfg *c)
 	return err ? err : (int)(c->rt_slot & 1);
 }
 
-/* The live trie of a route's family, its key, and the router settings. */
-static int live_trie(struct xdpr *x, const struct xdpr_route_spec *rs, struct xdpr_cfg *c, void *key)
+/* Order of records: family, address, length (the order of route show). */
+static int rec_cmp(const void *a, const void *b)
 {
-	int slot = live_slot(x, c);
+	const struct xdpr_rtrec *x = a, *y = b;
+	int d = memcmp(x->addr, y->addr, 16);
+
+	if (x->family != y->family)
+		return x->family < y->family ? -1 : 1;
+	if (d)
+		return d;
+	return (int)x->plen - (int)y->plen;
+}
+
+static void spec_to_rec(const struct xdpr_route_spec *rs, struct xdpr_rtrec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->r = rs->r;
+	r->family = rs->family;
+	r->plen = rs->plen;
+	memcpy(r->addr, rs->addr, rs->family == AF_INET6 ? 16 : 4);
+}
+
+/*
+ * The records of the live table (malloc'd copy, sorted; *n of them), read
+ * through a read-only mapping of the slot's record map.
+ */
+static int live_records(struct xdpr *x, struct xdpr_cfg *c, struct xdpr_rtrec **out, size_t *n)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), id;
+	int slot = live_slot(x, c), fd, err = 0;
+	struct xdpr_rtrec *m, *v;
+	size_t bytes, k = 0;
 
 	if (slot < 0)
 		return slot;
-	make_key(rs, key);
-	return trie_fd(x, rs->family == AF_INET6, slot);
+	if (bpf_map_lookup_elem(x->fd[XM_RTREC], &slot, &id)) {
+		seterr(x, "cannot read the route table: %s", strerror(errno));
+		return -errno;
+	}
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		err = -errno;
+		seterr(x, "cannot open the route table: %s", strerror(errno));
+		goto out;
+	}
+	if (info.value_size != sizeof(*m) || !info.max_entries) {
+		err = -EPROTO;
+		seterr(x, "the route table has records of %u bytes, expected %zu", info.value_size,
+		       sizeof(*m));
+		goto out;
+	}
+	bytes = (size_t)info.max_entries * sizeof(*m);
+	v = malloc(bytes);
+	m = v ? mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	if (m == MAP_FAILED) {
+		err = v ? -errno : -ENOMEM;
+		free(v);
+		seterr(x, "cannot read the route table: %s", strerror(-err));
+		goto out;
+	}
+	for (size_t i = 0; i < info.max_entries; i++)
+		if (m[i].family)
+			v[k++] = m[i];
+	munmap(m, bytes);
+	qsort(v, k, sizeof(*v), rec_cmp);
+	*out = v;
+	*n = k;
+out:
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/*
+ * Make recs (sorted, unique) the live table: build it in the idle slot,
+ * switch in one xdpr_cfg update, then give the old slot empty maps (the
+ * kernel frees the old table once no packet can be using it).
+ */
+static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_rtrec *recs, size_t n)
+{
+	__u32 slot = c->rt_slot & 1, idle = !slot;
+	int fd[2], err, xm[2] = { XM_RTDIR, XM_RTREC };
+
+	err = xdpr_rt_make_slot(x, recs, n, &fd[XDPR_RT_DIR], &fd[XDPR_RT_REC]);
+	if (err)
+		return err;
+	for (int i = 0; i < 2 && !err; i++)
+		if (bpf_map_update_elem(x->fd[xm[i]], &idle, &fd[i], BPF_ANY)) {
+			err = -errno;
+			seterr(x, "cannot install the new route table: %s", strerror(-err));
+		}
+	close(fd[0]);
+	close(fd[1]);
+	if (err)
+		return err;
+	c->rt_slot = idle;
+	if (n)
+		c->flags |= XDPR_CFG_ROUTES;
+	else
+		c->flags &= ~XDPR_CFG_ROUTES;
+	err = xdpr_cfg_set(x, c);
+	if (err)
+		return err;
+	for (int i = 0; i < 2; i++) {
+		int e = xdpr_rt_new_map(x, i, 0);
+
+		if (e >= 0) {
+			bpf_map_update_elem(x->fd[xm[i]], &slot, &e, BPF_ANY);
+			close(e);
+		}
+	}
+	return 0;
+}
+
+/* Routes of a family in recs. */
+static size_t family_count(const struct xdpr_rtrec *recs, size_t n, int family)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += recs[i].family == family;
+	return k;
 }
 
 static void fmt_prefix(const struct xdpr_route_spec *rs, char *buf, size_t len)
@@ -161,33 +230,6 @@ int xdpr_route_check(struct xdpr *x, const struct xdpr_route_spec *rs)
 	return 0;
 }
 
-static int mark_id(const void *key, const struct xdpr_route *r, void *bits)
-{
-	(void)key;
-	if (r->id < XDPR_RT_IDS)
-		((__u64 *)bits)[r->id / 64] |= 1ULL << (r->id % 64);
-	return 0;
-}
-
-/* Route ids in use in the live table (bitmap of XDPR_RT_IDS bits). */
-static int used_ids(struct xdpr *x, __u64 *bits)
-{
-	struct xdpr_cfg c;
-	int slot = live_slot(x, &c);
-
-	if (slot < 0)
-		return slot;
-	for (int v6 = 0; v6 < 2; v6++) {
-		int fd = trie_fd(x, v6, slot);
-
-		if (fd < 0)
-			return fd;
-		trie_walk(fd, mark_id, bits);
-		close(fd);
-	}
-	return 0;
-}
-
 static int zero_counter(struct xdpr *x, __u32 id)
 {
 	static struct xdpr_ctr zero[XDPR_MAX_CPUS * 4];
@@ -196,15 +238,6 @@ static int zero_counter(struct xdpr *x, __u32 id)
 	if (ncpu <= 0 || ncpu > (int)(sizeof(zero) / sizeof(zero[0])))
 		return -ERANGE;
 	return bpf_map_update_elem(x->fd[XM_RTSTATS], &id, zero, BPF_ANY) ? -errno : 0;
-}
-
-static int set_routes_flag(struct xdpr *x, struct xdpr_cfg *c, bool on)
-{
-	if (on)
-		c->flags |= XDPR_CFG_ROUTES;
-	else
-		c->flags &= ~XDPR_CFG_ROUTES;
-	return xdpr_cfg_set(x, c);
 }
 
 static void resolve_gateways(const struct xdpr_route_spec *rs)
@@ -277,163 +310,154 @@ int xdpr_local_sync(struct xdpr *x)
 	return 0;
 }
 
-struct find_ctx {
-	const void *key;
-	size_t len;
-	__u32 id;
-};
-
-static int find_key(const void *key, const struct xdpr_route *r, void *arg)
+/* A route id no record uses (ids index xdpr_rt_stats; 0 is never used). */
+static __u32 free_id(const struct xdpr_rtrec *recs, size_t n)
 {
-	struct find_ctx *fc = arg;
+	__u64 *bits = calloc(XDPR_RT_IDS / 64, sizeof(*bits));
+	__u32 id = 0;
 
-	if (memcmp(key, fc->key, fc->len))
+	if (!bits)
 		return 0;
-	fc->id = r->id;
-	return 1;
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].r.id < XDPR_RT_IDS)
+			bits[recs[i].r.id / 64] |= 1ULL << (recs[i].r.id % 64);
+	for (__u32 i = 1; i < XDPR_RT_IDS && !id; i++)
+		if (!(bits[i / 64] & (1ULL << (i % 64))))
+			id = i;
+	free(bits);
+	return id;
 }
 
 int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace)
 {
-	__u8 key[sizeof(struct xdpr_rt6_key)];
+	struct xdpr_rtrec key, *recs = NULL, *at, *nr;
 	struct xdpr_cfg c;
-	int fd, err;
+	size_t n, pos;
 	char p[64];
+	int err;
 
 	err = xdpr_route_check(x, rs);
 	if (!err)
 		err = link_local_macs(x, rs);
+	if (!err)
+		err = live_records(x, &c, &recs, &n);
 	if (err)
 		return err;
 	xdpr_local_sync(x);
-	fd = live_trie(x, rs, &c, key);
-	if (fd < 0)
-		return fd;
 	fmt_prefix(rs, p, sizeof(p));
-	/* an LPM lookup returns the longest match: compare by walking keys instead */
-	{
-		struct find_ctx fc = { .key = key, .len = KEY_SIZE(rs->family == AF_INET6) };
-		bool found = trie_walk(fd, find_key, &fc) > 0;
-
-		if (found && !replace) {
-			close(fd);
-			seterr(x, "route %s exists (use \"route replace\")", p);
-			return -EEXIST;
-		}
-		if (!found && replace) {
-			close(fd);
-			seterr(x, "no route %s to replace", p);
-			return -ENOENT;
-		}
-		if (found)
-			rs->r.id = fc.id; /* replace keeps the counters */
+	spec_to_rec(rs, &key);
+	at = bsearch(&key, recs, n, sizeof(*recs), rec_cmp);
+	if (at && !replace) {
+		seterr(x, "route %s exists (use \"route replace\")", p);
+		err = -EEXIST;
+		goto out;
 	}
-	if (!replace) {
-		__u64 *bits = calloc(XDPR_RT_IDS / 64, sizeof(*bits));
-
-		if (!bits) {
-			close(fd);
-			return -ENOMEM;
-		}
-		err = used_ids(x, bits);
-		rs->r.id = 0;
-		for (__u32 id = 1; !err && id < XDPR_RT_IDS && !rs->r.id; id++)
-			if (!(bits[id / 64] & (1ULL << (id % 64))))
-				rs->r.id = id;
-		free(bits);
-		if (!err && !rs->r.id)
+	if (!at && replace) {
+		seterr(x, "no route %s to replace", p);
+		err = -ENOENT;
+		goto out;
+	}
+	if (at) {
+		rs->r.id = at->r.id; /* replace keeps the counters */
+		spec_to_rec(rs, at);
+	} else {
+		if (family_count(recs, n, rs->family) >= XDPR_RT_MAX) {
+			seterr(x, "route table full (%d routes per family)", XDPR_RT_MAX);
 			err = -ENOSPC;
-		if (!err)
-			err = zero_counter(x, rs->r.id);
-		if (err) {
-			close(fd);
-			seterr(x, "cannot allocate a route id: %s", strerror(-err));
-			return err;
+			goto out;
 		}
+		rs->r.id = free_id(recs, n);
+		err = rs->r.id ? zero_counter(x, rs->r.id) : -ENOSPC;
+		if (err) {
+			seterr(x, "cannot allocate a route id: %s", strerror(-err));
+			goto out;
+		}
+		nr = realloc(recs, (n + 1) * sizeof(*recs));
+		if (!nr) {
+			err = -ENOMEM;
+			seterr(x, "out of memory");
+			goto out;
+		}
+		recs = nr;
+		for (pos = 0; pos < n && rec_cmp(&recs[pos], &key) < 0; pos++)
+			;
+		memmove(&recs[pos + 1], &recs[pos], (n - pos) * sizeof(*recs));
+		spec_to_rec(rs, &recs[pos]);
+		n++;
 	}
 	resolve_gateways(rs);
-	if (bpf_map_update_elem(fd, key, &rs->r, replace ? BPF_EXIST : BPF_NOEXIST)) {
-		err = -errno;
-		close(fd);
-		if (err == -E2BIG || err == -ENOSPC)
-			seterr(x, "route table full (%d routes per family)", XDPR_RT_MAX);
-		else
-			seterr(x, "cannot add route %s: %s", p, strerror(-err));
-		return err;
-	}
-	close(fd);
-	return set_routes_flag(x, &c, true);
+	err = commit(x, &c, recs, n);
+out:
+	free(recs);
+	return err;
 }
 
 int xdpr_route_del(struct xdpr *x, const struct xdpr_route_spec *rs)
 {
-	__u8 key[sizeof(struct xdpr_rt6_key)];
+	struct xdpr_rtrec key, *recs = NULL, *at;
 	struct xdpr_cfg c;
-	int slot, fd, err = 0;
-	bool any = false;
+	size_t n;
 	char p[64];
+	int err;
 
-	fd = live_trie(x, rs, &c, key);
-	if (fd < 0)
-		return fd;
-	slot = c.rt_slot & 1;
-	if (bpf_map_delete_elem(fd, key)) {
-		err = -errno;
-		fmt_prefix(rs, p, sizeof(p));
-		seterr(x, err == -ENOENT ? "no route %s" : "cannot delete route %s: %s", p, strerror(-err));
-	}
-	close(fd);
+	err = live_records(x, &c, &recs, &n);
 	if (err)
 		return err;
-	xdpr_local_sync(x);
-	for (int v6 = 0; v6 < 2 && !any; v6++) {
-		__u8 next[sizeof(key)];
-
-		fd = trie_fd(x, v6, slot);
-		if (fd < 0)
-			return fd;
-		any = !bpf_map_get_next_key(fd, NULL, next);
-		close(fd);
+	spec_to_rec(rs, &key);
+	at = bsearch(&key, recs, n, sizeof(*recs), rec_cmp);
+	if (!at) {
+		fmt_prefix(rs, p, sizeof(p));
+		seterr(x, "no route %s", p);
+		free(recs);
+		return -ENOENT;
 	}
-	return set_routes_flag(x, &c, any);
+	memmove(at, at + 1, (n - (at - recs) - 1) * sizeof(*recs));
+	xdpr_local_sync(x);
+	err = commit(x, &c, recs, n - 1);
+	free(recs);
+	return err;
 }
 
 int xdpr_route_load(struct xdpr *x, struct xdpr_route_spec *rs, int n)
 {
-	int fds[2] = { -1, -1 }, err = 0, slot, idle;
+	struct xdpr_rtrec *recs = calloc(n ? n : 1, sizeof(*recs));
 	struct xdpr_cfg c;
 	char p[64];
+	int err;
 
-	slot = live_slot(x, &c);
-	if (slot < 0)
-		return slot;
-	idle = !slot;
-	for (int v6 = 0; v6 < 2; v6++) {
-		fds[v6] = xdpr_rt_new_trie(x, v6);
-		if (fds[v6] < 0) {
-			err = fds[v6];
-			goto out;
-		}
+	if (!recs) {
+		seterr(x, "out of memory");
+		return -ENOMEM;
 	}
-	for (int i = 0; i < n; i++) {
+	err = live_slot(x, &c);
+	if (err < 0)
+		goto out;
+	err = 0;
+	for (int i = 0; i < n && !err; i++)
 		err = link_local_macs(x, &rs[i]);
-		if (err)
-			goto out;
-	}
+	if (err)
+		goto out;
 	for (int i = 0; i < n; i++) {
-		__u8 key[sizeof(struct xdpr_rt6_key)];
-
 		rs[i].r.id = i + 1;
-		make_key(&rs[i], key);
-		if (bpf_map_update_elem(fds[rs[i].family == AF_INET6], key, &rs[i].r, BPF_NOEXIST))
-			err = -errno;
-		if (err) {
-			fmt_prefix(&rs[i], p, sizeof(p));
-			seterr(x, err == -EEXIST ? "route %s is listed twice" : "cannot load route %s: %s",
-			       p, strerror(-err));
+		spec_to_rec(&rs[i], &recs[i]);
+	}
+	qsort(recs, n, sizeof(*recs), rec_cmp);
+	for (int i = 1; i < n; i++)
+		if (!rec_cmp(&recs[i - 1], &recs[i])) {
+			struct xdpr_route_spec d = { .family = recs[i].family, .plen = recs[i].plen };
+
+			memcpy(d.addr, recs[i].addr, 16);
+			fmt_prefix(&d, p, sizeof(p));
+			seterr(x, "route %s is listed twice", p);
+			err = -EEXIST;
 			goto out;
 		}
-	}
+	for (int f = 0; f < 2; f++)
+		if (family_count(recs, n, f ? AF_INET6 : AF_INET) > XDPR_RT_MAX) {
+			seterr(x, "route table full (%d routes per family)", XDPR_RT_MAX);
+			err = -ENOSPC;
+			goto out;
+		}
 	/* the new table is complete: only now may counters restart */
 	for (int i = 0; i < n; i++) {
 		err = zero_counter(x, rs[i].r.id);
@@ -443,83 +467,42 @@ int xdpr_route_load(struct xdpr *x, struct xdpr_route_spec *rs, int n)
 		}
 	}
 	xdpr_local_sync(x);
-	/* the idle slot gets the new tables, then one update makes them live */
-	for (int v6 = 0; v6 < 2; v6++)
-		if (bpf_map_update_elem(x->fd[v6 ? XM_RT6 : XM_RT4], &idle, &fds[v6], BPF_ANY)) {
-			err = -errno;
-			seterr(x, "cannot install the new route table: %s", strerror(-err));
-			goto out;
-		}
 	for (int i = 0; i < n; i++)
 		if (i == 0 || memcmp(&rs[i].r.nh, &rs[i - 1].r.nh, sizeof(rs[i].r.nh)))
 			resolve_gateways(&rs[i]);
-	c.rt_slot = idle;
-	err = set_routes_flag(x, &c, n > 0);
-	if (err)
-		goto out;
-	/* drop the old tables' memory: the old slot gets fresh empty tries */
-	for (int v6 = 0; v6 < 2; v6++) {
-		int e = xdpr_rt_new_trie(x, v6);
-
-		if (e >= 0) {
-			bpf_map_update_elem(x->fd[v6 ? XM_RT6 : XM_RT4], &slot, &e, BPF_ANY);
-			close(e);
-		}
-	}
+	err = commit(x, &c, recs, n);
 out:
-	for (int v6 = 0; v6 < 2; v6++)
-		if (fds[v6] >= 0)
-			close(fds[v6]);
+	free(recs);
 	return err;
-}
-
-struct foreach_ctx {
-	struct xdpr *x;
-	int v6, ncpu;
-	int (*cb)(const struct xdpr_route_info *, void *);
-	void *arg;
-};
-
-static int foreach_one(const void *key, const struct xdpr_route *r, void *arg)
-{
-	static struct xdpr_ctr pc[XDPR_MAX_CPUS * 4];
-	static struct xdpr_route_info ri;
-	struct foreach_ctx *fc = arg;
-	const struct xdpr_rt6_key *k = key;
-
-	memset(&ri, 0, sizeof(ri));
-	ri.spec.r = *r;
-	ri.spec.family = fc->v6 ? AF_INET6 : AF_INET;
-	ri.spec.plen = k->prefixlen;
-	memcpy(ri.spec.addr, k->addr, fc->v6 ? 16 : 4);
-	if (!bpf_map_lookup_elem(fc->x->fd[XM_RTSTATS], &r->id, pc))
-		for (int cpu = 0; cpu < fc->ncpu; cpu++) {
-			ri.sum.packets += pc[cpu].packets;
-			ri.sum.bytes += pc[cpu].bytes;
-			if (cpu < XDPR_MAX_CPUS)
-				ri.cpu[cpu] = pc[cpu];
-		}
-	return fc->cb(&ri, fc->arg);
 }
 
 int xdpr_route_foreach(struct xdpr *x, int (*cb)(const struct xdpr_route_info *, void *), void *arg)
 {
-	struct foreach_ctx fc = { .x = x, .ncpu = xdpr_ncpus(), .cb = cb, .arg = arg };
+	static struct xdpr_ctr pc[XDPR_MAX_CPUS * 4];
+	static struct xdpr_route_info ri;
+	int ncpu = xdpr_ncpus(), err;
+	struct xdpr_rtrec *recs = NULL;
 	struct xdpr_cfg c;
-	int slot, err = 0;
+	size_t n = 0;
 
-	slot = live_slot(x, &c);
-	if (slot < 0)
-		return slot;
-	if (fc.ncpu <= 0 || fc.ncpu > XDPR_MAX_CPUS * 4)
+	if (ncpu <= 0 || ncpu > XDPR_MAX_CPUS * 4)
 		return -ERANGE;
-	for (fc.v6 = 0; fc.v6 < 2 && !err; fc.v6++) {
-		int fd = trie_fd(x, fc.v6, slot);
-
-		if (fd < 0)
-			return fd;
-		err = trie_walk(fd, foreach_one, &fc);
-		close(fd);
+	err = live_records(x, &c, &recs, &n);
+	for (size_t i = 0; !err && i < n; i++) {
+		memset(&ri, 0, sizeof(ri));
+		ri.spec.r = recs[i].r;
+		ri.spec.family = recs[i].family;
+		ri.spec.plen = recs[i].plen;
+		memcpy(ri.spec.addr, recs[i].addr, 16);
+		if (!bpf_map_lookup_elem(x->fd[XM_RTSTATS], &recs[i].r.id, pc))
+			for (int cpu = 0; cpu < ncpu; cpu++) {
+				ri.sum.packets += pc[cpu].packets;
+				ri.sum.bytes += pc[cpu].bytes;
+				if (cpu < XDPR_MAX_CPUS)
+					ri.cpu[cpu] = pc[cpu];
+			}
+		err = cb(&ri, arg);
 	}
+	free(recs);
 	return err > 0 ? 0 : err;
 }

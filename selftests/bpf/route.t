@@ -1,5 +1,5 @@
 #!/bin/bash
-# BPF tier: the route map (xdpr_rt4/xdpr_rt6) in xdpr_main against the real
+# BPF tier: the route map (xdpr_rtdir/xdpr_rtrec) in xdpr_main against the real
 # kernel FIB, one BPF_PROG_TEST_RUN per case, in a private network namespace
 # that test_route creates for itself.
 cd "$(dirname "$0")/../.." || exit 1

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * test_route.c - the route map (xdpr_rt4 / xdpr_rt6) in xdpr_main, one
+ * test_route.c - the route map (xdpr_rtdir / xdpr_rtrec) in xdpr_main, one
  * BPF_PROG_TEST_RUN per case, against the real kernel FIB.
  *
  * In a private network namespace: veths r0 (ingress), r1 and r2 (egress,
  * xdpr's) and r3 (not xdpr's), static neighbours, kernel routes that the
- * route map overrides or leaves alone.  The test builds the LPM tries the
- * way the loader does (inner map sizes, BPF_F_NO_PREALLOC), puts them in
- * slot 0 of xdpr_rt4/xdpr_rt6 and sets XDPR_CFG_ROUTES.  Each case crafts one
+ * route map overrides or leaves alone.  The test builds each slot's table
+ * with the loader's own builder (xdpr_rt_make_slot: lookup index and
+ * records), installs it in xdpr_rtdir/xdpr_rtrec and sets XDPR_CFG_ROUTES.  Each case crafts one
  * frame, runs the program once and checks
  *   - the verdict and that exactly its reason counter moved (ingress slot),
  *   - that exactly the route it names counted it (one packet, the frame's
@@ -124,6 +124,12 @@ static struct rdef routes[] = {
 	  { "10.0.2.18", "r1" }, { "10.0.2.19", "r1" }, { "10.0.2.20", "r1" }, { "10.0.2.21", "r1" },
 	  { "10.0.2.22", "r1" }, { "10.0.2.23", "r1" } }, 23 },               /* ECMP, 8 */
 	{ "100.64.9.0/24", BLACKHOLE, XDPR_RT_IDS - 1 },                   /* the last id */
+	/* across the index's strides: shorter than its 16-bit first level, inside a group, a /31 */
+	{ "172.16.0.0/12", BLACKHOLE, 24 },
+	{ "172.20.0.0/20", VIA1("10.0.2.2", "r1"), 25 },
+	{ "172.20.7.0/31", VIA1("10.0.3.2", "r2"), 26 },
+	{ "2001:db8:500::/40", BLACKHOLE, 41 },
+	{ "2001:db8:500:8000::/49", VIA1("2001:db8:2::2", "r1"), 42 },
 	{ "2001:db8:100::/48", VIA1("2001:db8:2::2", "r1"), 31 },
 	{ "2001:db8:100:1::/64", VIA1("2001:db8:2::4", "r1"), 32 },
 	{ "2001:db8:100:1::99/128", VIA1("2001:db8:3::2", "r2"), 33 },
@@ -227,9 +233,9 @@ static void register_devs(struct xdpr_bpf *skel)
 /* ---- route tables ---- */
 
 static int prog_fd, stats_fd, cfg_fd, rtstats_fd, ncpus;
-static int trie[2][2]; /* [slot][v6] */
 
-static int rdef_key(const struct rdef *r, struct xdpr_rt6_key *k)
+/* The prefix of a route of the test into a record; returns 1 for IPv6. */
+static int rdef_rec(const struct rdef *r, struct xdpr_rtrec *rec)
 {
 	char buf[64], *slash;
 	int v6;
@@ -239,10 +245,11 @@ static int rdef_key(const struct rdef *r, struct xdpr_rt6_key *k)
 	if (!slash)
 		die("route %s has no length", r->prefix);
 	*slash = 0;
-	memset(k, 0, sizeof(*k));
-	k->prefixlen = atoi(slash + 1);
+	memset(rec, 0, sizeof(*rec));
+	rec->plen = atoi(slash + 1);
 	v6 = strchr(buf, ':') != NULL;
-	if (inet_pton(v6 ? AF_INET6 : AF_INET, buf, k->addr) != 1)
+	rec->family = v6 ? AF_INET6 : AF_INET;
+	if (inet_pton(rec->family, buf, rec->addr) != 1)
 		die("bad prefix %s in the test", r->prefix);
 	return v6;
 }
@@ -286,62 +293,26 @@ static const struct rdef *route_get(const char *prefix, int slot)
 	return NULL;
 }
 
-/* The inner map definitions, read from an opened (not loaded) skeleton: libbpf drops them at load. */
-static struct { __u32 type, key, value, max, flags; } inner[2];
-
-static void read_inner(void)
-{
-	struct xdpr_bpf *skel = xdpr_bpf__open();
-
-	if (!skel)
-		die("cannot open the BPF object: %s", strerror(errno));
-	for (int v6 = 0; v6 < 2; v6++) {
-		struct bpf_map *in = bpf_map__inner_map(v6 ? skel->maps.xdpr_rt6 : skel->maps.xdpr_rt4);
-
-		if (!in)
-			die("xdpr_rt%d has no inner map definition", v6 ? 6 : 4);
-		inner[v6].type = bpf_map__type(in);
-		inner[v6].key = bpf_map__key_size(in);
-		inner[v6].value = bpf_map__value_size(in);
-		inner[v6].max = bpf_map__max_entries(in);
-		inner[v6].flags = bpf_map__map_flags(in);
-		if (inner[v6].type != BPF_MAP_TYPE_LPM_TRIE ||
-		    inner[v6].key != (v6 ? sizeof(struct xdpr_rt6_key) : sizeof(struct xdpr_rt4_key)) ||
-		    inner[v6].value != sizeof(struct xdpr_route) || !(inner[v6].flags & BPF_F_NO_PREALLOC))
-			die("xdpr_rt%d inner map: unexpected type, sizes or flags", v6 ? 6 : 4);
-	}
-	xdpr_bpf__destroy(skel);
-}
-
-/* A new trie the way the loader makes one: the inner map definition. */
-static int new_trie(int v6)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = inner[v6].flags);
-	int fd = bpf_map_create(inner[v6].type, "xdpr_rt_test", inner[v6].key, inner[v6].value,
-				inner[v6].max, &o);
-
-	if (fd < 0)
-		die("cannot create an LPM trie: %s", strerror(errno));
-	return fd;
-}
-
 static void fill_slot(struct xdpr_bpf *skel, __u32 slot, const struct rdef *rs, int n)
 {
-	for (int v6 = 0; v6 < 2; v6++) {
-		trie[slot][v6] = new_trie(v6);
-		if (bpf_map_update_elem(bpf_map__fd(v6 ? skel->maps.xdpr_rt6 : skel->maps.xdpr_rt4),
-					&slot, &trie[slot][v6], BPF_ANY))
-			die("cannot install the trie in slot %u: %s", slot, strerror(errno));
-	}
-	for (int i = 0; i < n; i++) {
-		struct xdpr_rt6_key k;
-		struct xdpr_route v;
-		int v6 = rdef_key(&rs[i], &k);
+	struct xdpr_rtrec rec[64];
+	struct xdpr x = {};
+	int fd[2];
 
-		rdef_value(&rs[i], v6, &v);
-		if (bpf_map_update_elem(trie[slot][v6], &k, &v, BPF_NOEXIST))
-			die("cannot add route %s: %s", rs[i].prefix, strerror(errno));
+	if (n > (int)(sizeof(rec) / sizeof(rec[0])))
+		die("too many routes in the test");
+	for (int i = 0; i < n; i++) {
+		int v6 = rdef_rec(&rs[i], &rec[i]);
+
+		rdef_value(&rs[i], v6, &rec[i].r);
 	}
+	if (xdpr_rt_make_slot(&x, rec, n, &fd[XDPR_RT_DIR], &fd[XDPR_RT_REC]))
+		die("cannot build the slot %u table: %s", slot, x.err);
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_rtdir), &slot, &fd[XDPR_RT_DIR], BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_rtrec), &slot, &fd[XDPR_RT_REC], BPF_ANY))
+		die("cannot install the table in slot %u: %s", slot, strerror(errno));
+	close(fd[0]);
+	close(fd[1]);
 }
 
 static void cfg_set(__u32 flags, __u32 slot)
@@ -617,6 +588,18 @@ static const struct tcase cases[] = {
 	  FWD(NH_B, "r1"), RT("198.51.100.0/24") },
 	{ "ip4 last address of the /16: via A", .ip = 4, .dst = "198.51.255.255", FWD(NH_A, "r1"),
 	  RT("198.51.0.0/16") },
+	{ "ip4 /12 (shorter than the first level): its last address dropped", .ip = 4,
+	  .dst = "172.31.255.255", R(DROP_ROUTE_BLACKHOLE), RT("172.16.0.0/12") },
+	{ "ip4 just outside the /12 (172.32.0.1): no match -> pass_not_fwded", .ip = 4,
+	  .dst = "172.32.0.1", R(PASS_FIB_NOT_FWDED) },
+	{ "ip4 /20 inside the /12: its last address via A", .ip = 4, .dst = "172.20.15.255",
+	  FWD(NH_A, "r1"), RT("172.20.0.0/20") },
+	{ "ip4 next to the /20 (172.20.16.1): the /12 drops it", .ip = 4, .dst = "172.20.16.1",
+	  R(DROP_ROUTE_BLACKHOLE), RT("172.16.0.0/12") },
+	{ "ip4 /31 inside the /20: its second address via C on r2", .ip = 4, .dst = "172.20.7.1",
+	  FWD(NH_C, "r2"), RT("172.20.7.0/31") },
+	{ "ip4 next to the /31 (172.20.7.2): the /20 again", .ip = 4, .dst = "172.20.7.2",
+	  FWD(NH_A, "r1"), RT("172.20.0.0/20") },
 	{ "ip4 just outside the /16 (198.52.0.1): no match, no FIB route -> pass_not_fwded",
 	  .ip = 4, .dst = "198.52.0.1", R(PASS_FIB_NOT_FWDED) },
 	{ "ip4 no match: falls to the FIB, forwarded via C on r2", .ip = 4, .dst = "10.0.3.2",
@@ -667,6 +650,14 @@ static const struct tcase cases[] = {
 	 */
 	{ "ip6 last /64 of the /48 with the link-local gateway: via fe80::2", .ip = 6,
 	  .dst = "2001:db8:101:ffff::1", FWD(NH_LL, "r1"), RT("2001:db8:101::/48") },
+	{ "ip6 /49 in the /40 (2001:db8:500:8000::1): via A", .ip = 6, .dst = "2001:db8:500:8000::1",
+	  FWD(NH_A, "r1"), RT("2001:db8:500:8000::/49") },
+	{ "ip6 just below the /49 (2001:db8:500:7fff::1): the /40 drops it", .ip = 6,
+	  .dst = "2001:db8:500:7fff::1", R(DROP_ROUTE_BLACKHOLE), RT("2001:db8:500::/40") },
+	{ "ip6 last /48 of the /40 (2001:db8:5ff:ffff::1): dropped", .ip = 6,
+	  .dst = "2001:db8:5ff:ffff::1", R(DROP_ROUTE_BLACKHOLE), RT("2001:db8:500::/40") },
+	{ "ip6 just outside the /40 (2001:db8:600::1): no match -> pass_not_fwded", .ip = 6,
+	  .dst = "2001:db8:600::1", R(PASS_FIB_NOT_FWDED) },
 	{ "ip6 just outside that /48 (2001:db8:102::1): no match, no FIB route -> pass_not_fwded",
 	  .ip = 6, .dst = "2001:db8:102::1", R(PASS_FIB_NOT_FWDED) },
 	{ "ip6 no match: falls to the FIB, forwarded via C on r2", .ip = 6, .dst = "2001:db8:3::2",
@@ -912,7 +903,6 @@ int main(void)
 	if (sched_getaffinity(0, sizeof(all), &all))
 		die("sched_getaffinity: %s", strerror(errno));
 	setup_netns();
-	read_inner();
 	skel = xdpr_bpf__open_and_load();
 	if (!skel)
 		die("cannot load the XDP program: %s", strerror(errno));

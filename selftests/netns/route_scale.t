@@ -108,6 +108,19 @@ p=$(prefix $((N - 1)))
 like "$(xdpr route show "$p")" "^${p//./\\.} +via 10\.0\.3\.2 dev r2 +packets 2 bytes 196$" \
 	"route show $p finds the last route among $TOTAL"
 
+# ---- one change on a full table: the whole table is rebuilt and swapped
+ip -n "$S2" addr replace 22.0.0.1/32 dev lo
+t0=$EPOCHREALTIME
+ok "route add of one more route to $TOTAL routes" xdpr route add 22.0.0.0/24 via 10.0.3.2 dev r2
+diag "route add at $TOTAL routes: $(since "$t0") s"
+ok "the added route forwards" ping4 "$C" 22.0.0.1 2
+is "$(xdpr -j route show 22.0.0.0/24 | jq -r '.[0].packets')" 2 "... and counts its 2 echo requests"
+ok "a sampled route still forwards next to it" ping4 "$C" "$(prefix 0 | sed 's|.0/24$|.1|')" 1
+t0=$EPOCHREALTIME
+ok "route del of it" xdpr route del 22.0.0.0/24
+diag "route del at $((TOTAL + 1)) routes: $(since "$t0") s"
+is "$(xdpr -j route show | jq length)" "$TOTAL" "the table is back to $TOTAL routes"
+
 # ---- flush under traffic: the kernel FIB takes over, no packet lost
 ok "before the flush, 192.0.2.0/24 is in the table" xdpr route show 192.0.2.0/24
 T_TIMEOUT=30 in_ns "$C" ping -q -c 100 -i 0.05 -W 1 192.0.2.1 >"$T_TMP/ping.out" 2>&1 &
