@@ -61,6 +61,12 @@ $(BUILD)/xdpr: $(CLI_OBJS) $(BUILD)/libxdpr.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+# the library alone: no CLI objects (they need the CLI's main)
+$(BUILD)/selftests/test_rtindex: selftests/unit/test_rtindex.c $(BUILD)/libxdpr.a
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
 $(BUILD)/selftests/%: selftests/unit/%.c $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

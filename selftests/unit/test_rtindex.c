@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_rtindex.c - the route lookup index (loader/rtindex.c) against a plain
+ * longest-prefix match.  Random tables of nested prefixes of every length,
+ * both families, are built with xdpr_rt_index; then addresses inside and
+ * around those prefixes are looked up by walking the blocks the way
+ * bpf/route.h does and by scanning every route; the answers must agree.
+ * Also: the empty table, default routes, the index's size for a table of
+ * /24s, and the errors.  No kernel needed.  TAP on stdout.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include "xdpr_shared.h"
+#include "libxdpr.h"
+#include "../tap.h"
+
+/* The packet path's walk (bpf/route.h rt_lookup): record index + 1, or 0. */
+static __u32 walk(const struct xdpr_dir_block *b, size_t nb, int family, const __u8 *a)
+{
+	unsigned int len = family == AF_INET6 ? 16 : 4, i;
+	__u32 e = b[(family == AF_INET6 ? XDPR_DIR_V6 : XDPR_DIR_V4) + a[0]].e[a[1]];
+
+	for (i = 2; i < len && (e & XDPR_DIR_GROUP); i++) {
+		__u32 blk = e & ~XDPR_DIR_GROUP;
+
+		if (blk >= nb)
+			return 0xffffffff; /* a group pointing outside the index */
+		e = b[blk].e[a[i]];
+	}
+	return e & XDPR_DIR_GROUP ? 0xfffffffe : e;
+}
+
+static bool covers(const struct xdpr_rtrec *r, int family, const __u8 *a)
+{
+	unsigned int full = r->plen / 8, rest = r->plen % 8;
+
+	if (r->family != family || memcmp(r->addr, a, full))
+		return false;
+	return !rest || !((r->addr[full] ^ a[full]) & (0xff00 >> rest));
+}
+
+/* Longest match by scanning every route: record index + 1, or 0. */
+static __u32 scan(const struct xdpr_rtrec *rec, size_t n, int family, const __u8 *a)
+{
+	int best = -1;
+	__u32 idx = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (covers(&rec[i], family, a) && (int)rec[i].plen > best) {
+			best = rec[i].plen;
+			idx = i + 1;
+		}
+	return idx;
+}
+
+static void set_prefix(struct xdpr_rtrec *r, int family, const __u8 *a, unsigned int plen)
+{
+	memset(r, 0, sizeof(*r));
+	r->family = family;
+	r->plen = plen;
+	memcpy(r->addr, a, family == AF_INET6 ? 16 : 4);
+	for (unsigned int bit = plen; bit < 128; bit++)
+		r->addr[bit / 8] &= ~(0x80 >> (bit % 8));
+}
+
+static bool same_prefix(const struct xdpr_rtrec *x, const struct xdpr_rtrec *y)
+{
+	return x->family == y->family && x->plen == y->plen && !memcmp(x->addr, y->addr, 16);
+}
+
+/*
+ * n distinct prefixes of a family, lengths 0..max, most of them inside a
+ * few "hot" /12s (v4) or /32s (v6) so they nest at every level.
+ */
+static size_t random_table(struct xdpr_rtrec *rec, size_t n, int family)
+{
+	unsigned int max = family == AF_INET6 ? 128 : 32, len = max / 8;
+	size_t k = 0;
+
+	while (k < n) {
+		__u8 a[16] = { 0 };
+		unsigned int plen = rand() % (max + 1);
+		bool dup = false;
+
+		for (unsigned int i = 0; i < len; i++)
+			a[i] = rand();
+		if (rand() % 8) { /* hot areas */
+			a[0] = family == AF_INET6 ? 0x20 : 10 + rand() % 3;
+			a[1] = family == AF_INET6 ? 0x01 : (a[1] & 0x0f);
+			if (family == AF_INET6) {
+				a[2] = 0x0d;
+				a[3] = 0xb8 + rand() % 2;
+				a[4] = rand() % 4;
+			}
+		}
+		set_prefix(&rec[k], family, a, plen);
+		for (size_t j = 0; j < k && !dup; j++)
+			dup = same_prefix(&rec[j], &rec[k]);
+		if (!dup)
+			k++;
+	}
+	return k;
+}
+
+/* Addresses to ask: inside each route with random host bits, and fully random ones. */
+static int check(const struct xdpr_rtrec *rec, size_t n, const struct xdpr_dir_block *b, size_t nb,
+		 int family, int probes, __u32 *first_bad)
+{
+	unsigned int len = family == AF_INET6 ? 16 : 4;
+	int bad = 0;
+
+	for (int p = 0; p < probes; p++) {
+		__u8 a[16] = { 0 };
+
+		for (unsigned int i = 0; i < len; i++)
+			a[i] = rand();
+		if (n && p % 4) {
+			const struct xdpr_rtrec *r = &rec[rand() % n];
+
+			for (unsigned int bit = 0; bit < r->plen; bit++)
+				if (r->addr[bit / 8] & (0x80 >> (bit % 8)))
+					a[bit / 8] |= 0x80 >> (bit % 8);
+				else
+					a[bit / 8] &= ~(0x80 >> (bit % 8));
+		}
+		if (walk(b, nb, family, a) != scan(rec, n, family, a) && !bad++)
+			*first_bad = p;
+	}
+	return bad;
+}
+
+int main(void)
+{
+	static struct xdpr_rtrec rec[12000];
+	struct xdpr_dir_block *b;
+	size_t nb, n4, n6;
+	__u32 fb = 0;
+	int err, bad;
+
+	srand(20261130);
+
+	/* empty: just the two first levels, nothing found */
+	err = xdpr_rt_index(rec, 0, &b, &nb);
+	tap_ok(!err && nb == XDPR_DIR_GROUPS, "empty table: %zu blocks (the two first levels)", nb);
+	if (!err) {
+		bad = check(rec, 0, b, nb, AF_INET, 1000, &fb) + check(rec, 0, b, nb, AF_INET6, 1000, &fb);
+		tap_ok(!bad, "empty table: 2000 lookups find nothing (%d wrong)", bad);
+		free(b);
+	}
+
+	/* default routes: everything matches, nothing more is needed */
+	{
+		__u8 z[16] = { 0 };
+
+		set_prefix(&rec[0], AF_INET, z, 0);
+		set_prefix(&rec[1], AF_INET6, z, 0);
+		err = xdpr_rt_index(rec, 2, &b, &nb);
+		tap_ok(!err && nb == XDPR_DIR_GROUPS, "0.0.0.0/0 and ::/0: %zu blocks", nb);
+		if (!err) {
+			bad = check(rec, 2, b, nb, AF_INET, 1000, &fb) + check(rec, 2, b, nb, AF_INET6, 1000, &fb);
+			tap_ok(!bad, "default routes: every lookup finds its family's (%d wrong)", bad);
+			free(b);
+		}
+	}
+
+	/* random nested tables: the index agrees with a scan of every route */
+	for (int round = 0; round < 3; round++) {
+		n4 = random_table(rec, 6000, AF_INET);
+		n6 = random_table(rec + n4, 6000, AF_INET6);
+		err = xdpr_rt_index(rec, n4 + n6, &b, &nb);
+		tap_ok(!err, "random table %d: %zu IPv4 + %zu IPv6 prefixes of lengths 0-32/0-128 "
+		       "indexed in %zu blocks", round + 1, n4, n6, nb);
+		if (err)
+			continue;
+		bad = check(rec, n4 + n6, b, nb, AF_INET, 15000, &fb);
+		tap_ok(!bad, "random table %d: 15000 IPv4 lookups match the longest prefix (%d wrong, "
+		       "first at probe %u)", round + 1, bad, fb);
+		bad = check(rec, n4 + n6, b, nb, AF_INET6, 15000, &fb);
+		tap_ok(!bad, "random table %d: 15000 IPv6 lookups match the longest prefix (%d wrong, "
+		       "first at probe %u)", round + 1, bad, fb);
+		free(b);
+	}
+
+	/*
+	 * Size: 4096 /24s over 100.0.0.0/12 need one group per /16 they
+	 * fall in (16), whatever their number; the /32 of one more adds two.
+	 */
+	for (int i = 0; i < 4096; i++) {
+		__u8 a[4] = { 100, i >> 8, i & 0xff, 0 };
+
+		set_prefix(&rec[i], AF_INET, a, 24);
+	}
+	{
+		__u8 h[4] = { 100, 0, 7, 9 };
+
+		set_prefix(&rec[4096], AF_INET, h, 32);
+	}
+	err = xdpr_rt_index(rec, 4096, &b, &nb);
+	tap_ok(!err && nb == XDPR_DIR_GROUPS + 16, "4096 /24s in 16 /16s: %zu blocks (512 + 16)", nb);
+	if (!err)
+		free(b);
+	err = xdpr_rt_index(rec, 4097, &b, &nb);
+	tap_ok(!err && nb == XDPR_DIR_GROUPS + 17, "... plus a /32 inside one of them: %zu blocks (one more)",
+	       nb);
+	if (!err) {
+		__u8 in[4] = { 100, 0, 7, 9 }, next[4] = { 100, 0, 7, 10 };
+
+		tap_ok(walk(b, nb, AF_INET, in) == 4097 && walk(b, nb, AF_INET, next) == 8 /* 100.0.7.0/24 is rec[7] */,
+		       "... 100.0.7.9 finds the /32, 100.0.7.10 its /24");
+		free(b);
+	}
+
+	/* a length the family cannot have is refused */
+	{
+		__u8 a[16] = { 10 };
+
+		set_prefix(&rec[0], AF_INET, a, 32);
+		rec[0].plen = 33;
+		err = xdpr_rt_index(rec, 1, &b, &nb);
+		tap_ok(err == -EINVAL, "IPv4 /33: -EINVAL (got %d)", err);
+		if (!err)
+			free(b);
+	}
+	tap_plan(tap_n);
+	return tap_done();
+}
