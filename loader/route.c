@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
@@ -103,9 +105,21 @@ out:
 }
 
 /*
+ * Wait until every XDP program run that may have read the old rt_slot has
+ * finished: MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), and XDP programs
+ * run inside RCU read-side sections.  false: cannot tell (nohz_full).
+ */
+static bool packets_settled(void)
+{
+	return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0;
+}
+
+/*
  * Make recs (sorted, unique) the live table: build it in the idle slot,
- * switch in one xdpr_cfg update, then give the old slot empty maps (the
- * kernel frees the old table once no packet can be using it).
+ * switch in one xdpr_cfg update, then, once no packet can still be in the
+ * old table, give the old slot empty maps so the kernel frees it.  Where
+ * that cannot be known, the old table stays in the idle slot until the
+ * next change replaces it.
  */
 static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_rtrec *recs, size_t n)
 {
@@ -130,7 +144,7 @@ static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_rtrec *r
 	else
 		c->flags &= ~XDPR_CFG_ROUTES;
 	err = xdpr_cfg_set(x, c);
-	if (err)
+	if (err || !packets_settled())
 		return err;
 	for (int i = 0; i < 2; i++) {
 		int e = xdpr_rt_new_map(x, i, 0);
