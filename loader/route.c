@@ -95,7 +95,12 @@ static int live_records(struct xdpr *x, struct xdpr_cfg *c, struct xdpr_rtrec **
 		if (m[i].family)
 			v[k++] = m[i];
 	munmap(m, bytes);
-	qsort(v, k, sizeof(*v), rec_cmp);
+	/* tables are stored sorted: sort only what is not (a 100k sort costs 0.1 s) */
+	for (size_t i = 1; i < k; i++)
+		if (rec_cmp(&v[i - 1], &v[i]) > 0) {
+			qsort(v, k, sizeof(*v), rec_cmp);
+			break;
+		}
 	*out = v;
 	*n = k;
 out:
