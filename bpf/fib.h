@@ -255,7 +255,8 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	fib_dst = iph->daddr;
 	fib_if = ctx->ingress_ifindex;
 	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
-		struct xdpr_route *rt = rt4_lookup(cfg, iph->daddr);
+		__u32 slot = cfg->rt_slot & 1; /* read once: route and next hop from one table */
+		struct xdpr_rtent *rt = rt4_lookup(slot, iph->daddr);
 		const struct xdpr_nh *nh;
 
 		if (rt && rt_is_local(AF_INET, &iph->daddr))
@@ -264,7 +265,7 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 			rc = rt_act(rt, c->end - (void *)eth);
 			if (rc >= 0)
 				return rc;
-			nh = rt_pick(rt, rt_hash(iph->saddr, iph->daddr, (p.sport << 16) | p.dport, p.proto));
+			nh = rt_pick(slot, rt, rt_hash(iph->saddr, iph->daddr, (p.sport << 16) | p.dport, p.proto));
 			if (!nh)
 				return XDPR_PASS_ROUTE_GW;
 			fib_dst = *(__be32 *)nh->gw;
@@ -369,7 +370,8 @@ static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct 
 
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
-		struct xdpr_route *rt = rt6_lookup(cfg, &ip6h->daddr);
+		__u32 slot = cfg->rt_slot & 1;
+		struct xdpr_rtent *rt = rt6_lookup(slot, &ip6h->daddr);
 
 		if (rt && rt_is_local(AF_INET6, &ip6h->daddr))
 			rt = NULL; /* the router's own traffic is the kernel's */
@@ -380,7 +382,7 @@ static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct 
 			rc = rt_act(rt, c->end - (void *)eth);
 			if (rc >= 0)
 				return rc;
-			nh = rt_pick(rt, rt_hash(s6[0] ^ s6[1] ^ s6[2] ^ s6[3], d6[0] ^ d6[1] ^ d6[2] ^ d6[3],
+			nh = rt_pick(slot, rt, rt_hash(s6[0] ^ s6[1] ^ s6[2] ^ s6[3], d6[0] ^ d6[1] ^ d6[2] ^ d6[3],
 						 ((__u32)ports.sport << 16) | ports.dport, ip6h->nexthdr));
 			if (!nh)
 				return XDPR_PASS_ROUTE_GW;

@@ -2,8 +2,8 @@
 /*
  * route.h - the route map: longest-prefix match consulted before the kernel
  * FIB.  Each of the two slots holds a whole table, both families: a
- * multibit-trie index (xdpr_rtdir, see xdpr_shared.h) and the route records
- * it points to (xdpr_rtrec).  The live slot is xdpr_cfg.rt_slot: every change
+ * multibit-trie index (xdpr_rtdir, see xdpr_shared.h), the route records
+ * it points to (xdpr_rtrec) and their next hops (xdpr_rtnh).  The live slot is xdpr_cfg.rt_slot: every change
  * builds the other slot and switches with one update, so packets see the
  * old table or the new one, never a mix.  Per-route counters are per CPU.
  */
@@ -32,7 +32,15 @@ struct rt_rec {
 	__uint(max_entries, 1);
 	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(struct xdpr_rtrec));
+	__uint(value_size, sizeof(struct xdpr_rtent));
+};
+
+struct rt_nh {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct xdpr_rtnh));
 };
 
 struct {
@@ -41,6 +49,13 @@ struct {
 	__type(key, __u32);
 	__array(values, struct rt_dir);
 } xdpr_rtdir SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct rt_nh);
+} xdpr_rtnh SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -99,23 +114,25 @@ static __always_inline __u32 rt_hash(__u32 a, __u32 b, __u32 ports, __u32 proto)
 
 _Static_assert((XDPR_RT_MAX_NH & (XDPR_RT_MAX_NH - 1)) == 0, "next hop count is a power of two");
 
-static __always_inline const struct xdpr_nh *rt_pick(const struct xdpr_route *r, __u32 hash)
+/* One of the route's next hops, by flow hash, from the same slot as the route. */
+static __always_inline const struct xdpr_nh *rt_pick(__u32 slot, const struct xdpr_rtent *r, __u32 hash)
 {
 	__u32 n = r->nnh, i;
+	struct xdpr_rtnh *e;
+	void *nhs;
 
 	if (n == 0 || n > XDPR_RT_MAX_NH)
 		return NULL;
-	i = hash % n;
-	/*
-	 * i < n <= XDPR_RT_MAX_NH: the mask changes nothing but tells the
-	 * verifier so; the empty asm keeps clang from dropping it.
-	 */
-	asm volatile("" : "+r"(i));
-	return &r->nh[i & (XDPR_RT_MAX_NH - 1)];
+	i = r->nh + hash % n;
+	nhs = bpf_map_lookup_elem(&xdpr_rtnh, &slot);
+	if (!nhs)
+		return NULL;
+	e = bpf_map_lookup_elem(nhs, &i);
+	return e ? &e->nh : NULL;
 }
 
 /* The action's verdict for blackhole/pass, or RT_FIB after resolving a next hop. */
-static __always_inline int rt_act(const struct xdpr_route *r, __u64 bytes)
+static __always_inline int rt_act(const struct xdpr_rtent *r, __u64 bytes)
 {
 	rt_count(r->id, bytes);
 	if (r->action == XDPR_RT_BLACKHOLE)
@@ -160,15 +177,14 @@ static __always_inline int rt_static_nh(struct xdp_md *ctx, struct bpf_fib_looku
 
 /*
  * Longest-prefix match of the address bytes a[0..len-1] (len 4 or 16, a
- * has 16 bytes) in the live slot: one block per stride, then the record.
+ * has 16 bytes) in a slot: one block per stride, then the record.
  */
-static __always_inline struct xdpr_route *rt_lookup(const struct xdpr_cfg *cfg, const __u8 *a,
-						    __u32 len, __u32 base)
+static __always_inline struct xdpr_rtent *rt_lookup(__u32 slot, const __u8 *a, __u32 len, __u32 base)
 {
-	__u32 slot = cfg->rt_slot & 1, blk, e, i;
 	struct xdpr_dir_block *b;
-	struct xdpr_rtrec *rec;
+	struct xdpr_rtent *rec;
 	void *dir = bpf_map_lookup_elem(&xdpr_rtdir, &slot), *recs;
+	__u32 blk, e, i;
 
 	if (!dir)
 		return NULL;
@@ -191,23 +207,23 @@ static __always_inline struct xdpr_route *rt_lookup(const struct xdpr_cfg *cfg, 
 		return NULL;
 	e--;
 	rec = bpf_map_lookup_elem(recs, &e);
-	return rec && rec->family ? &rec->r : NULL;
+	return rec && rec->family ? rec : NULL;
 }
 
-static __always_inline struct xdpr_route *rt4_lookup(const struct xdpr_cfg *cfg, __be32 daddr)
+static __always_inline struct xdpr_rtent *rt4_lookup(__u32 slot, __be32 daddr)
 {
 	__u8 a[16] = {};
 
 	__builtin_memcpy(a, &daddr, 4);
-	return rt_lookup(cfg, a, 4, XDPR_DIR_V4);
+	return rt_lookup(slot, a, 4, XDPR_DIR_V4);
 }
 
-static __always_inline struct xdpr_route *rt6_lookup(const struct xdpr_cfg *cfg, const void *daddr)
+static __always_inline struct xdpr_rtent *rt6_lookup(__u32 slot, const void *daddr)
 {
 	__u8 a[16];
 
 	__builtin_memcpy(a, daddr, 16);
-	return rt_lookup(cfg, a, 16, XDPR_DIR_V6);
+	return rt_lookup(slot, a, 16, XDPR_DIR_V6);
 }
 
 #endif /* XDPR_ROUTE_H */

@@ -308,7 +308,7 @@ struct xdpr_route {
  * 16 address bits), 256-511 IPv6's; groups of 256 entries, one address byte
  * each, follow.  An entry is 0 (no route: ask the FIB), XDPR_DIR_GROUP | block
  * (look at the next byte there), or record index + 1 into the slot's
- * xdpr_rtrec array.  A lookup reads at most 3 blocks for IPv4 and 15 for IPv6
+ * xdpr_rtrec array (struct xdpr_rtent).  A lookup reads at most 3 blocks for IPv4 and 15 for IPv6
  * whatever the table size.  Tables are built whole by the CLI and swapped in.
  */
 #define XDPR_DIR_V4         0
@@ -321,14 +321,25 @@ struct xdpr_dir_block {
 	__u32 e[256];
 };
 
-/* One route as stored: the packet path reads r; the rest is for listing. */
-struct xdpr_rtrec {
-	struct xdpr_route r;
+/*
+ * One route in a slot's record array (xdpr_rtrec).  Its next hops are nnh
+ * consecutive entries of the slot's xdpr_rtnh from index nh; routes with
+ * the same next hops share them.
+ */
+struct xdpr_rtent {
+	__u32 id;           /* index into xdpr_rt_stats */
+	__u8 action;        /* enum xdpr_rt_action */
+	__u8 nnh;
 	__u8 family;        /* AF_INET / AF_INET6; 0: unused record */
 	__u8 plen;
-	__u16 pad;
+	__u32 nh;
+	__u32 pad;
 	__u8 addr[16];      /* host bits zero */
-	__u32 pad2;
+};
+
+struct xdpr_rtnh {
+	struct xdpr_nh nh;
+	__u32 pad;          /* array elements are 8-byte aligned: say so */
 };
 
 /* The router's own addresses: a map route never takes traffic for them. */
@@ -355,7 +366,7 @@ _Static_assert(sizeof(struct xdpr_nat_rule) == 32, "xdpr_nat_rule layout");
 _Static_assert(sizeof(struct xdpr_cfg) == 64, "xdpr_cfg layout");
 _Static_assert(sizeof(struct xdpr_route) == 8 + 28 * XDPR_RT_MAX_NH, "xdpr_route layout");
 _Static_assert(sizeof(struct xdpr_local_key) == 20, "xdpr_local_key layout");
-_Static_assert(sizeof(struct xdpr_rtrec) == 256, "xdpr_rtrec layout");
+_Static_assert(sizeof(struct xdpr_rtent) == 32 && sizeof(struct xdpr_rtnh) == 32, "route records");
 _Static_assert(sizeof(struct xdpr_dir_block) == 1024, "xdpr_dir_block layout");
 _Static_assert(sizeof(struct xdpr_ct_key) == 16, "xdpr_ct_key layout");
 _Static_assert(sizeof(struct xdpr_ct_val) == 32, "xdpr_ct_val layout");

@@ -45,7 +45,7 @@ struct xdpr_link {
 /* The maps every program instance shares (names in xdpr_shared.h). */
 enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
-	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTSTATS, XM_LOCAL,
+	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS, XM_LOCAL,
 	XM_MAX
 };
 
@@ -105,16 +105,25 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex);
 struct bpf_object;
 int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
 int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
-enum { XDPR_RT_DIR = 0, XDPR_RT_REC = 1 };
+/* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */
+enum { XDPR_RT_DIR, XDPR_RT_REC, XDPR_RT_NH, XDPR_RT_MAPS };
 int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries);
+/* A route with its prefix as the library handles it (the maps hold it compacted). */
+struct xdpr_rtrec {
+	struct xdpr_route r;
+	__u8 family;             /* AF_INET / AF_INET6 */
+	__u8 plen;
+	__u8 addr[16];           /* host bits zero */
+};
 /*
- * The lookup index of n records (sorted, unique prefixes, host bits zero):
- * *blocks (malloc'd, *nblocks xdpr_dir_block) as the packet path reads it.
+ * The lookup index of n records (unique prefixes, host bits zero; index i
+ * is found as i + 1): *blocks (malloc'd, *nblocks of them) as the packet
+ * path reads them.
  */
-int xdpr_rt_index(const struct xdpr_rtrec *rec, size_t n, struct xdpr_dir_block **blocks,
+int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, struct xdpr_dir_block **blocks,
 		  size_t *nblocks);
-/* Both inner maps of a slot for these records, filled: 0 or -errno with x->err. */
-int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n, int *dir_fd, int *rec_fd);
+/* The inner maps of a slot holding these routes, filled: 0 or -errno with x->err. */
+int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n, int fd[XDPR_RT_MAPS]);
 void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern const char *const map_names[XM_MAX];
 

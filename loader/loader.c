@@ -44,6 +44,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_CT] = XDPR_MAP_CT,         [XM_BIND] = XDPR_MAP_BIND,     [XM_EIM] = XDPR_MAP_EIM,
 	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
 	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RTDIR] = "xdpr_rtdir",  [XM_RTREC] = "xdpr_rtrec",
+	[XM_RTNH] = "xdpr_rtnh",
 	[XM_RTSTATS] = "xdpr_rt_stats", [XM_LOCAL] = "xdpr_local",
 };
 
@@ -329,7 +330,7 @@ struct map_proto {
 	enum bpf_map_type type;
 	__u32 key, value, max, flags;
 };
-static struct map_proto rt_proto[2];
+static struct map_proto rt_proto[XDPR_RT_MAPS];
 
 static int create_like(struct bpf_map *m)
 {
@@ -346,13 +347,22 @@ static void set_proto(struct map_proto *p, const struct bpf_map *in)
 				 bpf_map__max_entries(in), bpf_map__map_flags(in) };
 }
 
+/* The route table inner map definitions of an opened (not loaded) skeleton. */
+static void set_rt_protos(struct xdpr_bpf *skel)
+{
+	set_proto(&rt_proto[XDPR_RT_DIR], bpf_map__inner_map(skel->maps.xdpr_rtdir));
+	set_proto(&rt_proto[XDPR_RT_REC], bpf_map__inner_map(skel->maps.xdpr_rtrec));
+	set_proto(&rt_proto[XDPR_RT_NH], bpf_map__inner_map(skel->maps.xdpr_rtnh));
+}
+
 /*
- * A new inner map for a route table slot: XDPR_RT_DIR (index blocks) or
- * XDPR_RT_REC (records), max entries; 0 entries: the definition's (empty).
+ * A new inner map for a route table slot: XDPR_RT_DIR (index blocks),
+ * XDPR_RT_REC (records) or XDPR_RT_NH (next hops) with that many entries;
+ * 0 entries: the definition's (an empty table).
  */
 int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries)
 {
-	struct map_proto *p = &rt_proto[!!which];
+	struct map_proto *p = &rt_proto[which];
 	int fd;
 
 	if (!p->key) {
@@ -362,8 +372,7 @@ int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries)
 			seterr(x, "cannot open the BPF object: %s", strerror(errno));
 			return -errno;
 		}
-		set_proto(&rt_proto[XDPR_RT_DIR], bpf_map__inner_map(skel->maps.xdpr_rtdir));
-		set_proto(&rt_proto[XDPR_RT_REC], bpf_map__inner_map(skel->maps.xdpr_rtrec));
+		set_rt_protos(skel);
 		xdpr_bpf__destroy(skel);
 	}
 	{
@@ -433,10 +442,8 @@ static int create_maps(struct xdpr *x)
 			break;
 		}
 	}
-	if (!err) {
-		set_proto(&rt_proto[XDPR_RT_DIR], bpf_map__inner_map(skel->maps.xdpr_rtdir));
-		set_proto(&rt_proto[XDPR_RT_REC], bpf_map__inner_map(skel->maps.xdpr_rtrec));
-	}
+	if (!err)
+		set_rt_protos(skel);
 	xdpr_bpf__destroy(skel);
 	return err;
 }

@@ -52,49 +52,87 @@ static void spec_to_rec(const struct xdpr_route_spec *rs, struct xdpr_rtrec *r)
 	memcpy(r->addr, rs->addr, rs->family == AF_INET6 ? 16 : 4);
 }
 
-/*
- * The records of the live table (malloc'd copy, sorted; *n of them), read
- * through a read-only mapping of the slot's record map.
- */
-static int live_records(struct xdpr *x, struct xdpr_cfg *c, struct xdpr_rtrec **out, size_t *n)
+/* A malloc'd copy of the inner map in a slot of outer map xm; *n entries of size. */
+static void *read_inner(struct xdpr *x, int xm, __u32 slot, size_t size, size_t *n)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info), id;
-	int slot = live_slot(x, c), fd, err = 0;
-	struct xdpr_rtrec *m, *v;
-	size_t bytes, k = 0;
+	void *m, *v = NULL;
+	size_t bytes;
+	int fd;
 
-	if (slot < 0)
-		return slot;
-	if (bpf_map_lookup_elem(x->fd[XM_RTREC], &slot, &id)) {
-		seterr(x, "cannot read the route table: %s", strerror(errno));
-		return -errno;
-	}
-	fd = bpf_map_get_fd_by_id(id);
-	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len)) {
-		err = -errno;
+	if (bpf_map_lookup_elem(x->fd[xm], &slot, &id) || (fd = bpf_map_get_fd_by_id(id)) < 0) {
 		seterr(x, "cannot open the route table: %s", strerror(errno));
+		return NULL;
+	}
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		seterr(x, "cannot read the route table: %s", strerror(errno));
 		goto out;
 	}
-	if (info.value_size != sizeof(*m) || !info.max_entries) {
-		err = -EPROTO;
-		seterr(x, "the route table has records of %u bytes, expected %zu", info.value_size,
-		       sizeof(*m));
+	if (info.value_size != size || !info.max_entries) {
+		seterr(x, "route table map %s has %u entries of %u bytes, expected %zu-byte entries",
+		       map_names[xm], info.max_entries, info.value_size, size);
 		goto out;
 	}
-	bytes = (size_t)info.max_entries * sizeof(*m);
+	bytes = (size_t)info.max_entries * size;
 	v = malloc(bytes);
 	m = v ? mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
 	if (m == MAP_FAILED) {
-		err = v ? -errno : -ENOMEM;
+		seterr(x, "cannot read the route table: %s", strerror(v ? errno : ENOMEM));
 		free(v);
-		seterr(x, "cannot read the route table: %s", strerror(-err));
+		v = NULL;
 		goto out;
 	}
-	for (size_t i = 0; i < info.max_entries; i++)
-		if (m[i].family)
-			v[k++] = m[i];
+	memcpy(v, m, bytes);
 	munmap(m, bytes);
+	*n = info.max_entries;
+out:
+	close(fd);
+	return v;
+}
+
+/* The routes of the live table (malloc'd, sorted; *n of them). */
+static int live_records(struct xdpr *x, struct xdpr_cfg *c, struct xdpr_rtrec **out, size_t *n)
+{
+	int slot = live_slot(x, c), err = 0;
+	struct xdpr_rtent *ent = NULL;
+	struct xdpr_rtnh *nh = NULL;
+	struct xdpr_rtrec *v = NULL;
+	size_t nent = 0, nnh = 0, k = 0;
+
+	if (slot < 0)
+		return slot;
+	ent = read_inner(x, XM_RTREC, slot, sizeof(*ent), &nent);
+	if (ent)
+		nh = read_inner(x, XM_RTNH, slot, sizeof(*nh), &nnh);
+	if (nh)
+		v = calloc(nent, sizeof(*v));
+	if (!v) {
+		err = -EIO;
+		if (ent && nh)
+			seterr(x, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nent; i++) {
+		const struct xdpr_rtent *e = &ent[i];
+
+		if (!e->family)
+			continue;
+		if (e->nnh > XDPR_RT_MAX_NH || (e->nnh && e->nh + e->nnh > nnh)) {
+			seterr(x, "the route table is inconsistent (record %zu)", i);
+			err = -EPROTO;
+			goto out;
+		}
+		v[k].r.id = e->id;
+		v[k].r.action = e->action;
+		v[k].r.nnh = e->nnh;
+		for (int j = 0; j < e->nnh; j++)
+			v[k].r.nh[j] = nh[e->nh + j].nh;
+		v[k].family = e->family;
+		v[k].plen = e->plen;
+		memcpy(v[k].addr, e->addr, 16);
+		k++;
+	}
 	/* tables are stored sorted: sort only what is not (a 100k sort costs 0.1 s) */
 	for (size_t i = 1; i < k; i++)
 		if (rec_cmp(&v[i - 1], &v[i]) > 0) {
@@ -103,9 +141,11 @@ static int live_records(struct xdpr *x, struct xdpr_cfg *c, struct xdpr_rtrec **
 		}
 	*out = v;
 	*n = k;
+	v = NULL;
 out:
-	if (fd >= 0)
-		close(fd);
+	free(ent);
+	free(nh);
+	free(v);
 	return err;
 }
 
@@ -129,18 +169,18 @@ static bool packets_settled(void)
 static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_rtrec *recs, size_t n)
 {
 	__u32 slot = c->rt_slot & 1, idle = !slot;
-	int fd[2], err, xm[2] = { XM_RTDIR, XM_RTREC };
+	int fd[XDPR_RT_MAPS], err, xm[XDPR_RT_MAPS] = { XM_RTDIR, XM_RTREC, XM_RTNH };
 
-	err = xdpr_rt_make_slot(x, recs, n, &fd[XDPR_RT_DIR], &fd[XDPR_RT_REC]);
+	err = xdpr_rt_make_slot(x, recs, n, fd);
 	if (err)
 		return err;
-	for (int i = 0; i < 2 && !err; i++)
+	for (int i = 0; i < XDPR_RT_MAPS && !err; i++)
 		if (bpf_map_update_elem(x->fd[xm[i]], &idle, &fd[i], BPF_ANY)) {
 			err = -errno;
 			seterr(x, "cannot install the new route table: %s", strerror(-err));
 		}
-	close(fd[0]);
-	close(fd[1]);
+	for (int i = 0; i < XDPR_RT_MAPS; i++)
+		close(fd[i]);
 	if (err)
 		return err;
 	c->rt_slot = idle;
@@ -151,7 +191,7 @@ static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_rtrec *r
 	err = xdpr_cfg_set(x, c);
 	if (err || !packets_settled())
 		return err;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < XDPR_RT_MAPS; i++) {
 		int e = xdpr_rt_new_map(x, i, 0);
 
 		if (e >= 0) {

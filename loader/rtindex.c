@@ -15,6 +15,7 @@
  * prefix below it.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,7 +63,7 @@ static int dir_fill(struct dir *d, size_t first, size_t count, __u32 v)
 	return 0;
 }
 
-static int dir_insert(struct dir *d, const struct xdpr_rtrec *r, __u32 v)
+static int dir_insert(struct dir *d, const struct xdpr_rtent *r, __u32 v)
 {
 	size_t base = (r->family == AF_INET6 ? XDPR_DIR_V6 : XDPR_DIR_V4) * 256;
 	size_t top = (size_t)r->addr[0] << 8 | r->addr[1], ent;
@@ -97,7 +98,7 @@ static int dir_insert(struct dir *d, const struct xdpr_rtrec *r, __u32 v)
 	}
 }
 
-int xdpr_rt_index(const struct xdpr_rtrec *rec, size_t n, struct xdpr_dir_block **blocks,
+int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, struct xdpr_dir_block **blocks,
 		  size_t *nblocks)
 {
 	struct dir d = { .n = XDPR_DIR_GROUPS, .cap = XDPR_DIR_GROUPS + 64 };
@@ -119,7 +120,7 @@ int xdpr_rt_index(const struct xdpr_rtrec *rec, size_t n, struct xdpr_dir_block 
 	for (size_t i = 0; i < n; i++)
 		order[cnt[rec[i].plen]++] = i;
 	for (size_t i = 0; i < n && !err; i++) {
-		const struct xdpr_rtrec *r = &rec[order[i]];
+		const struct xdpr_rtent *r = &rec[order[i]];
 
 		if (r->plen > (r->family == AF_INET6 ? 128 : 32) || order[i] + 1 >= XDPR_DIR_GROUP)
 			err = -EINVAL;
@@ -151,44 +152,135 @@ static int fill_map(int fd, const void *src, size_t len)
 	return 0;
 }
 
-int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n, int *dir_fd, int *rec_fd)
+/* Do the used pool entries from at on hold r's next hops? */
+static bool same_list(const struct xdpr_rtnh *pool, size_t used, size_t at, const struct xdpr_route *r)
 {
-	struct xdpr_dir_block *blocks;
-	size_t nblocks;
-	int err, dfd, rfd = -1;
+	if (at + r->nnh > used)
+		return false;
+	for (int k = 0; k < r->nnh; k++)
+		if (memcmp(&pool[at + k].nh, &r->nh[k], sizeof(r->nh[k])))
+			return false;
+	return true;
+}
 
-	err = xdpr_rt_index(rec, n, &blocks, &nblocks);
+/*
+ * The compact records (ent) and their next hops (nh, *nnh of them) for n
+ * routes: routes with the same next hop list share one copy of it.
+ */
+static int compact(const struct xdpr_rtrec *rec, size_t n, struct xdpr_rtent *ent,
+		   struct xdpr_rtnh **nh, size_t *nnh)
+{
+	size_t tsize = 16, cap = 16, used = 0;
+	__u32 *table;
+	struct xdpr_rtnh *pool;
+
+	while (tsize < 2 * n)
+		tsize *= 2;
+	table = calloc(tsize, sizeof(*table)); /* pool index + 1 of a list's first next hop */
+	pool = calloc(cap, sizeof(*pool));
+	if (!table || !pool)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		const struct xdpr_route *r = &rec[i].r;
+		size_t len = (size_t)r->nnh * sizeof(r->nh[0]), h = 2166136261u, slot;
+		const __u8 *p = (const __u8 *)r->nh;
+
+		ent[i] = (struct xdpr_rtent){ .id = r->id, .action = r->action, .nnh = r->nnh,
+					      .family = rec[i].family, .plen = rec[i].plen };
+		memcpy(ent[i].addr, rec[i].addr, 16);
+		if (r->nnh > XDPR_RT_MAX_NH) {
+			free(table);
+			free(pool);
+			return -EINVAL;
+		}
+		if (!r->nnh)
+			continue;
+		for (size_t b = 0; b < len; b++)
+			h = (h ^ p[b]) * 16777619u;
+		h ^= r->nnh;
+		for (slot = h & (tsize - 1); table[slot]; slot = (slot + 1) & (tsize - 1))
+			if (same_list(pool, used, table[slot] - 1, r)) {
+				ent[i].nh = table[slot] - 1;
+				break;
+			}
+		if (table[slot])
+			continue;
+		if (used + r->nnh > cap) {
+			struct xdpr_rtnh *np;
+
+			cap = cap * 2 + r->nnh;
+			np = realloc(pool, cap * sizeof(*pool));
+			if (!np)
+				goto nomem;
+			pool = np;
+		}
+		for (int k = 0; k < r->nnh; k++)
+			pool[used + k] = (struct xdpr_rtnh){ .nh = r->nh[k] };
+		ent[i].nh = used;
+		table[slot] = used + 1;
+		used += r->nnh;
+	}
+	free(table);
+	*nh = pool;
+	*nnh = used;
+	return 0;
+nomem:
+	free(table);
+	free(pool);
+	return -ENOMEM;
+}
+
+int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n, int fd[XDPR_RT_MAPS])
+{
+	struct xdpr_dir_block *blocks = NULL;
+	struct xdpr_rtent *ent = calloc(n ? n : 1, sizeof(*ent));
+	struct xdpr_rtnh *nh = NULL;
+	size_t nblocks = 0, nnh = 0;
+	int err = ent ? compact(rec, n, ent, &nh, &nnh) : -ENOMEM;
+
+	for (int i = 0; i < XDPR_RT_MAPS; i++)
+		fd[i] = -1;
+	if (!err)
+		err = xdpr_rt_index(ent, n, &blocks, &nblocks);
 	if (err) {
 		if (err == -E2BIG)
 			seterr(x, "route table too large: its lookup index needs more than %u KiB",
 			       XDPR_DIR_MAX_BLOCKS);
 		else
 			seterr(x, "cannot build the route lookup index: %s", strerror(-err));
-		return err;
+		goto out;
 	}
-	dfd = xdpr_rt_new_map(x, XDPR_RT_DIR, nblocks);
-	if (dfd >= 0)
-		rfd = xdpr_rt_new_map(x, XDPR_RT_REC, n ? n : 1);
-	if (dfd < 0 || rfd < 0) {
-		err = dfd < 0 ? dfd : rfd;
-		goto fail;
+	{
+		__u32 entries[XDPR_RT_MAPS] = { [XDPR_RT_DIR] = nblocks, [XDPR_RT_REC] = n ? n : 1,
+						[XDPR_RT_NH] = nnh ? nnh : 1 };
+
+		for (int i = 0; i < XDPR_RT_MAPS && !err; i++) {
+			int f = xdpr_rt_new_map(x, i, entries[i]);
+
+			if (f < 0)
+				err = f;
+			else
+				fd[i] = f;
+		}
+		if (err)
+			goto out;
 	}
-	err = fill_map(dfd, blocks, nblocks * sizeof(*blocks));
+	err = fill_map(fd[XDPR_RT_DIR], blocks, nblocks * sizeof(*blocks));
 	if (!err)
-		err = fill_map(rfd, rec, n * sizeof(*rec));
-	if (err) {
+		err = fill_map(fd[XDPR_RT_REC], ent, n * sizeof(*ent));
+	if (!err)
+		err = fill_map(fd[XDPR_RT_NH], nh, nnh * sizeof(*nh));
+	if (err)
 		seterr(x, "cannot write the route table: %s", strerror(-err));
-		goto fail;
-	}
+out:
+	if (err)
+		for (int i = 0; i < XDPR_RT_MAPS; i++) {
+			if (fd[i] >= 0)
+				close(fd[i]);
+			fd[i] = -1;
+		}
 	free(blocks);
-	*dir_fd = dfd;
-	*rec_fd = rfd;
-	return 0;
-fail:
-	free(blocks);
-	if (dfd >= 0)
-		close(dfd);
-	if (rfd >= 0)
-		close(rfd);
+	free(ent);
+	free(nh);
 	return err;
 }

@@ -293,11 +293,43 @@ static const struct rdef *route_get(const char *prefix, int slot)
 	return NULL;
 }
 
+/* Sum of next hops over the distinct next hop lists of a table. */
+static __u32 distinct_hops(const struct xdpr_rtrec *rec, int n)
+{
+	__u32 sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		bool seen = false;
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = rec[j].r.nnh == rec[i].r.nnh &&
+			       !memcmp(rec[j].r.nh, rec[i].r.nh, rec[i].r.nnh * sizeof(rec[i].r.nh[0]));
+		if (!seen)
+			sum += rec[i].r.nnh;
+	}
+	return sum;
+}
+
+static __u32 map_entries(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		die("cannot read map info: %s", strerror(errno));
+	return info.max_entries;
+}
+
+/* Next hop entries of the slot's table (its xdpr_rtnh map), set by fill_slot. */
+static __u32 slot_hops[2], slot_hops_want[2];
+
 static void fill_slot(struct xdpr_bpf *skel, __u32 slot, const struct rdef *rs, int n)
 {
+	int outer[XDPR_RT_MAPS] = { bpf_map__fd(skel->maps.xdpr_rtdir), bpf_map__fd(skel->maps.xdpr_rtrec),
+				    bpf_map__fd(skel->maps.xdpr_rtnh) };
 	struct xdpr_rtrec rec[64];
 	struct xdpr x = {};
-	int fd[2];
+	int fd[XDPR_RT_MAPS];
 
 	if (n > (int)(sizeof(rec) / sizeof(rec[0])))
 		die("too many routes in the test");
@@ -306,13 +338,16 @@ static void fill_slot(struct xdpr_bpf *skel, __u32 slot, const struct rdef *rs, 
 
 		rdef_value(&rs[i], v6, &rec[i].r);
 	}
-	if (xdpr_rt_make_slot(&x, rec, n, &fd[XDPR_RT_DIR], &fd[XDPR_RT_REC]))
+	if (xdpr_rt_make_slot(&x, rec, n, fd))
 		die("cannot build the slot %u table: %s", slot, x.err);
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_rtdir), &slot, &fd[XDPR_RT_DIR], BPF_ANY) ||
-	    bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_rtrec), &slot, &fd[XDPR_RT_REC], BPF_ANY))
-		die("cannot install the table in slot %u: %s", slot, strerror(errno));
-	close(fd[0]);
-	close(fd[1]);
+	for (int i = 0; i < XDPR_RT_MAPS; i++) {
+		if (bpf_map_update_elem(outer[i], &slot, &fd[i], BPF_ANY))
+			die("cannot install the table in slot %u: %s", slot, strerror(errno));
+		if (i == XDPR_RT_NH)
+			slot_hops[slot] = map_entries(fd[i]);
+		close(fd[i]);
+	}
+	slot_hops_want[slot] = distinct_hops(rec, n);
 }
 
 static void cfg_set(__u32 flags, __u32 slot)
@@ -922,7 +957,18 @@ int main(void)
 	cfg_set(XDPR_CFG_ROUTES, 0);
 	ncpu_used = CPU_ISSET(0, &all) && CPU_ISSET(1, &all) ? 2 : 1;
 
-	printf("1..%d\n", NCASES + 5 + 10 + 2);
+	printf("1..%d\n", 1 + NCASES + 5 + 10 + 2);
+	{
+		__u32 total = 0;
+
+		for (int i = 0; i < NROUTES; i++)
+			for (int k = 0; k < XDPR_RT_MAX_NH && routes[i].action == XDPR_RT_VIA && routes[i].nh[k][0]; k++)
+				total++;
+		note("slot 0: %d routes with %u next hops in all, %u in distinct lists, %u stored",
+		     NROUTES, total, slot_hops_want[0], slot_hops[0]);
+		tap(slot_hops[0] <= slot_hops_want[0] && slot_hops[0] < total,
+		    "routes with the same next hops share them in the table", NULL);
+	}
 	for (int i = 0; i < NCASES; i++)
 		tap(run_case(&cases[i]), cases[i].name, NULL);
 

@@ -32,7 +32,7 @@ static __u32 walk(const struct xdpr_dir_block *b, size_t nb, int family, const _
 	return e & XDPR_DIR_GROUP ? 0xfffffffe : e;
 }
 
-static bool covers(const struct xdpr_rtrec *r, int family, const __u8 *a)
+static bool covers(const struct xdpr_rtent *r, int family, const __u8 *a)
 {
 	unsigned int full = r->plen / 8, rest = r->plen % 8;
 
@@ -42,7 +42,7 @@ static bool covers(const struct xdpr_rtrec *r, int family, const __u8 *a)
 }
 
 /* Longest match by scanning every route: record index + 1, or 0. */
-static __u32 scan(const struct xdpr_rtrec *rec, size_t n, int family, const __u8 *a)
+static __u32 scan(const struct xdpr_rtent *rec, size_t n, int family, const __u8 *a)
 {
 	int best = -1;
 	__u32 idx = 0;
@@ -55,7 +55,7 @@ static __u32 scan(const struct xdpr_rtrec *rec, size_t n, int family, const __u8
 	return idx;
 }
 
-static void set_prefix(struct xdpr_rtrec *r, int family, const __u8 *a, unsigned int plen)
+static void set_prefix(struct xdpr_rtent *r, int family, const __u8 *a, unsigned int plen)
 {
 	memset(r, 0, sizeof(*r));
 	r->family = family;
@@ -65,7 +65,7 @@ static void set_prefix(struct xdpr_rtrec *r, int family, const __u8 *a, unsigned
 		r->addr[bit / 8] &= ~(0x80 >> (bit % 8));
 }
 
-static bool same_prefix(const struct xdpr_rtrec *x, const struct xdpr_rtrec *y)
+static bool same_prefix(const struct xdpr_rtent *x, const struct xdpr_rtent *y)
 {
 	return x->family == y->family && x->plen == y->plen && !memcmp(x->addr, y->addr, 16);
 }
@@ -74,7 +74,7 @@ static bool same_prefix(const struct xdpr_rtrec *x, const struct xdpr_rtrec *y)
  * n distinct prefixes of a family, lengths 0..max, most of them inside a
  * few "hot" /12s (v4) or /32s (v6) so they nest at every level.
  */
-static size_t random_table(struct xdpr_rtrec *rec, size_t n, int family)
+static size_t random_table(struct xdpr_rtent *rec, size_t n, int family)
 {
 	unsigned int max = family == AF_INET6 ? 128 : 32, len = max / 8;
 	size_t k = 0;
@@ -105,7 +105,7 @@ static size_t random_table(struct xdpr_rtrec *rec, size_t n, int family)
 }
 
 /* Addresses to ask: inside each route with random host bits, and fully random ones. */
-static int check(const struct xdpr_rtrec *rec, size_t n, const struct xdpr_dir_block *b, size_t nb,
+static int check(const struct xdpr_rtent *rec, size_t n, const struct xdpr_dir_block *b, size_t nb,
 		 int family, int probes, __u32 *first_bad)
 {
 	unsigned int len = family == AF_INET6 ? 16 : 4;
@@ -117,7 +117,7 @@ static int check(const struct xdpr_rtrec *rec, size_t n, const struct xdpr_dir_b
 		for (unsigned int i = 0; i < len; i++)
 			a[i] = rand();
 		if (n && p % 4) {
-			const struct xdpr_rtrec *r = &rec[rand() % n];
+			const struct xdpr_rtent *r = &rec[rand() % n];
 
 			for (unsigned int bit = 0; bit < r->plen; bit++)
 				if (r->addr[bit / 8] & (0x80 >> (bit % 8)))
@@ -133,7 +133,7 @@ static int check(const struct xdpr_rtrec *rec, size_t n, const struct xdpr_dir_b
 
 int main(void)
 {
-	static struct xdpr_rtrec rec[12000];
+	static struct xdpr_rtent rec[12000];
 	struct xdpr_dir_block *b;
 	size_t nb, n4, n6;
 	__u32 fb = 0;
