@@ -200,6 +200,26 @@ case "$RC:$ERR" in
 	;;
 esac
 
+# ---- the route map on the real drivers: a via route forwards in XDP and counts,
+# a blackhole drops in the driver, a flush gives the traffic back to the FIB
+# (the guest kernel builds and maps the route table's inner maps)
+rt_pkts() { "$XDPR" -j route show "$1" 2>/dev/null </dev/null | "$JQ" -r '.[0].packets' 2>/dev/null; }
+cli_ok "route add 10.0.2.2/32 via 10.0.2.2 dev $IGB1" route add 10.0.2.2/32 via 10.0.2.2 dev "$IGB1"
+f0=$(ctr "$IGB0" forwarded)
+host_ok "route map: client pings server through the via route (5 echoes)" ping client 10.0.2.2 5
+num "$(rt_pkts 10.0.2.2/32)" -ge 5 "route map: the via route counted the 5 echo requests"
+num "$(grown "$f0" "$IGB0" forwarded)" -ge 5 "route map: $IGB0 forwarded grew by >= 5 (igb -> igb in XDP)"
+cli_ok "route add 10.0.3.2/32 blackhole" route add 10.0.3.2/32 blackhole
+d0=$(ctr "$IGB0" drop_blackhole)
+if host ping client 10.0.3.2 3; then
+	fail "route map: blackholed peer does not answer"
+else
+	pass "route map: blackholed peer does not answer ($H_OUT)"
+fi
+num "$(grown "$d0" "$IGB0" drop_blackhole)" -ge 3 "route map: $IGB0 drop_blackhole grew by >= 3"
+cli_ok "route flush" route flush
+host_ok "route map flushed: client pings peer again (kernel FIB)" ping client 10.0.3.2 3
+
 # ---- detach and re-attach under traffic: a gap while igb resets, then no loss
 # (igb resets the link inside the command, after the program is verified)
 if host pingbg_start client 10.0.2.2; then
