@@ -112,8 +112,6 @@ static __always_inline __u32 rt_hash(__u32 a, __u32 b, __u32 ports, __u32 proto)
 	return h ^ (h >> 16);
 }
 
-_Static_assert((XDPR_RT_MAX_NH & (XDPR_RT_MAX_NH - 1)) == 0, "next hop count is a power of two");
-
 /* One of the route's next hops, by flow hash, from the same slot as the route. */
 static __always_inline const struct xdpr_nh *rt_pick(__u32 slot, const struct xdpr_rtent *r, __u32 hash)
 {

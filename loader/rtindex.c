@@ -112,6 +112,15 @@ int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, struct xdpr_dir_block 
 		free(order);
 		return -ENOMEM;
 	}
+	for (size_t i = 0; i < n && !err; i++)
+		if ((rec[i].family != AF_INET && rec[i].family != AF_INET6) ||
+		    rec[i].plen > (rec[i].family == AF_INET6 ? 128 : 32) || i + 1 >= XDPR_DIR_GROUP)
+			err = -EINVAL;
+	if (err) {
+		free(d.b);
+		free(order);
+		return err;
+	}
 	/* counting sort by prefix length: shortest first */
 	for (size_t i = 0; i < n; i++)
 		cnt[rec[i].plen + 1]++;
@@ -119,14 +128,8 @@ int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, struct xdpr_dir_block 
 		cnt[l] += cnt[l - 1];
 	for (size_t i = 0; i < n; i++)
 		order[cnt[rec[i].plen]++] = i;
-	for (size_t i = 0; i < n && !err; i++) {
-		const struct xdpr_rtent *r = &rec[order[i]];
-
-		if (r->plen > (r->family == AF_INET6 ? 128 : 32) || order[i] + 1 >= XDPR_DIR_GROUP)
-			err = -EINVAL;
-		else
-			err = dir_insert(&d, r, (__u32)order[i] + 1);
-	}
+	for (size_t i = 0; i < n && !err; i++)
+		err = dir_insert(&d, &rec[order[i]], (__u32)order[i] + 1);
 	free(order);
 	if (err) {
 		free(d.b);

@@ -222,6 +222,23 @@ int main(void)
 		tap_ok(err == -EINVAL, "IPv4 /33: -EINVAL (got %d)", err);
 		if (!err)
 			free(b);
+		rec[0].plen = 200;
+		err = xdpr_rt_index(rec, 1, &b, &nb);
+		tap_ok(err == -EINVAL, "IPv4 /200: -EINVAL (got %d)", err);
+		if (!err)
+			free(b);
+		rec[0].family = AF_INET6;
+		rec[0].plen = 129;
+		err = xdpr_rt_index(rec, 1, &b, &nb);
+		tap_ok(err == -EINVAL, "IPv6 /129: -EINVAL (got %d)", err);
+		if (!err)
+			free(b);
+		rec[0].family = 0;
+		rec[0].plen = 8;
+		err = xdpr_rt_index(rec, 1, &b, &nb);
+		tap_ok(err == -EINVAL, "a record of no family: -EINVAL (got %d)", err);
+		if (!err)
+			free(b);
 	}
 	tap_plan(tap_n);
 	return tap_done();
