@@ -330,7 +330,7 @@ static int route_show(int argc, char **argv)
 	if ((ret = open_router(&x, 0)))
 		return ret;
 	out_arr_open(NULL);
-	ret = xdpr_route_foreach(&x, show_route, &sc);
+	ret = xdpr_route_foreach(&x, sc.filter ? &sc.want : NULL, show_route, &sc);
 	out_arr_close();
 	out_flush_doc();
 	if (ret)

@@ -183,8 +183,12 @@ int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace);
 int xdpr_route_del(struct xdpr *x, const struct xdpr_route_spec *rs);
 /* Build a whole new table aside and switch to it in one update (n == 0: flush). */
 int xdpr_route_load(struct xdpr *x, struct xdpr_route_spec *rs, int n);
-/* Every route of the live table, with counters; cb returns non-zero to stop. */
-int xdpr_route_foreach(struct xdpr *x, int (*cb)(const struct xdpr_route_info *, void *), void *arg);
+/*
+ * Every route of the live table (only: just that prefix, if there), with
+ * counters, in route show order; cb returns non-zero to stop.
+ */
+int xdpr_route_foreach(struct xdpr *x, const struct xdpr_route_spec *only,
+		       int (*cb)(const struct xdpr_route_info *, void *), void *arg);
 /* Validate one route against this namespace (devices, gateways); 0 or -errno with x->err. */
 int xdpr_route_check(struct xdpr *x, const struct xdpr_route_spec *rs);
 /* Ask the kernel to resolve a neighbour (RTM_NEWNEIGH with NTF_USE). */

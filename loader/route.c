@@ -535,19 +535,29 @@ out:
 	return err;
 }
 
-int xdpr_route_foreach(struct xdpr *x, int (*cb)(const struct xdpr_route_info *, void *), void *arg)
+int xdpr_route_foreach(struct xdpr *x, const struct xdpr_route_spec *only,
+		       int (*cb)(const struct xdpr_route_info *, void *), void *arg)
 {
 	static struct xdpr_ctr pc[XDPR_MAX_CPUS * 4];
 	static struct xdpr_route_info ri;
 	int ncpu = xdpr_ncpus(), err;
-	struct xdpr_rtrec *recs = NULL;
+	struct xdpr_rtrec *recs = NULL, key;
+	size_t n = 0, first = 0;
 	struct xdpr_cfg c;
-	size_t n = 0;
 
 	if (ncpu <= 0 || ncpu > XDPR_MAX_CPUS * 4)
 		return -ERANGE;
 	err = live_records(x, &c, &recs, &n);
-	for (size_t i = 0; !err && i < n; i++) {
+	if (!err && only) {
+		/* one route: found in the sorted records, one counter read */
+		struct xdpr_rtrec *at;
+
+		spec_to_rec(only, &key);
+		at = bsearch(&key, recs, n, sizeof(*recs), rec_cmp);
+		first = at ? (size_t)(at - recs) : n;
+		n = at ? first + 1 : n;
+	}
+	for (size_t i = first; !err && i < n; i++) {
 		memset(&ri, 0, sizeof(ri));
 		ri.spec.r = recs[i].r;
 		ri.spec.family = recs[i].family;
