@@ -105,7 +105,10 @@ is "$(cut -d' ' -f1 "$T_TMP/show.txt" | sort -u | wc -l)" "$TOTAL" "... each wit
 is "$(grep -c '^[0-9a-f.:]*/[0-9]* *via .* dev r[12] *packets [0-9]* bytes [0-9]*$' "$T_TMP/show.txt")" \
 	"$TOTAL" "... each in the form 'PREFIX via GW dev DEV  packets N bytes N'"
 p=$(prefix $((N - 1)))
-like "$(xdpr route show "$p")" "^${p//./\\.} +via 10\.0\.3\.2 dev r2 +packets 2 bytes 196$" \
+t0=$EPOCHREALTIME
+one=$(xdpr route show "$p")
+diag "route show of one prefix among $TOTAL routes: $(since "$t0") s"
+like "$one" "^${p//./\\.} +via 10\.0\.3\.2 dev r2 +packets 2 bytes 196$" \
 	"route show $p finds the last route among $TOTAL"
 
 # ---- one change on a full table: the whole table is rebuilt and swapped
