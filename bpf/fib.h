@@ -259,8 +259,6 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 		struct xdpr_rtent *rt = rt4_lookup(slot, iph->daddr);
 		const struct xdpr_nh *nh;
 
-		if (rt && rt_is_local(AF_INET, &iph->daddr))
-			rt = NULL; /* the router's own traffic is the kernel's */
 		if (rt) {
 			rc = rt_act(rt, c->end - (void *)eth);
 			if (rc >= 0)
@@ -373,8 +371,6 @@ static __always_inline int fwd_ip6(struct xdp_md *ctx, struct cursor *c, struct 
 		__u32 slot = cfg->rt_slot & 1;
 		struct xdpr_rtent *rt = rt6_lookup(slot, &ip6h->daddr);
 
-		if (rt && rt_is_local(AF_INET6, &ip6h->daddr))
-			rt = NULL; /* the router's own traffic is the kernel's */
 		if (rt) {
 			const __u32 *s6 = ip6h->saddr.in6_u.u6_addr32, *d6 = ip6h->daddr.in6_u.u6_addr32;
 			const struct xdpr_nh *nh;

@@ -71,22 +71,6 @@ struct {
 	__type(value, struct xdpr_ctr);
 } xdpr_rt_stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct xdpr_local_key);
-	__type(value, __u8);
-} xdpr_local SEC(".maps");
-
-/* Is this one of the router's own addresses (kept by the CLI)? */
-static __always_inline int rt_is_local(__u32 family, const void *addr)
-{
-	struct xdpr_local_key k = { .family = family };
-
-	__builtin_memcpy(k.addr, addr, family == AF_INET ? 4 : 16);
-	return bpf_map_lookup_elem(&xdpr_local, &k) != NULL;
-}
-
 /* Returned by the route step when no route matched: ask the FIB. */
 #define RT_NONE (-1)
 /* A via route filled the FIB result (return code in *fibrc). */
@@ -175,7 +159,9 @@ static __always_inline int rt_static_nh(struct xdp_md *ctx, struct bpf_fib_looku
 
 /*
  * Longest-prefix match of the address bytes a[0..len-1] (len 4 or 16, a
- * has 16 bytes) in a slot: one block per stride, then the record.
+ * has 16 bytes) in a slot: one block per stride, then the record.  The
+ * router's own addresses inside a route are XDPR_DIR_LOCAL entries: no
+ * route, so their traffic goes to the kernel by the FIB.
  */
 static __always_inline struct xdpr_rtent *rt_lookup(__u32 slot, const __u8 *a, __u32 len, __u32 base)
 {
@@ -198,7 +184,7 @@ static __always_inline struct xdpr_rtent *rt_lookup(__u32 slot, const __u8 *a, _
 			return NULL;
 		e = b->e[a[i & 15]];
 	}
-	if (!e || (e & XDPR_DIR_GROUP))
+	if (!e || e == XDPR_DIR_LOCAL || (e & XDPR_DIR_GROUP))
 		return NULL;
 	recs = bpf_map_lookup_elem(&xdpr_rtrec, &slot);
 	if (!recs)

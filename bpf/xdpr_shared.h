@@ -307,7 +307,8 @@ struct xdpr_route {
  * blocks per slot.  Blocks 0-255 are IPv4's first level (indexed by the top
  * 16 address bits), 256-511 IPv6's; groups of 256 entries, one address byte
  * each, follow.  An entry is 0 (no route: ask the FIB), XDPR_DIR_GROUP | block
- * (look at the next byte there), or record index + 1 into the slot's
+ * (look at the next byte there), XDPR_DIR_LOCAL (an address of the router
+ * inside a route: ask the FIB) or record index + 1 into the slot's
  * xdpr_rtrec array (struct xdpr_rtent).  A lookup reads at most 3 blocks for IPv4 and 15 for IPv6
  * whatever the table size.  Tables are built whole by the CLI and swapped in.
  */
@@ -315,6 +316,7 @@ struct xdpr_route {
 #define XDPR_DIR_V6         256
 #define XDPR_DIR_GROUPS     512
 #define XDPR_DIR_GROUP      0x80000000u
+#define XDPR_DIR_LOCAL      0x7fffffffu /* one of the router's own addresses: the FIB's */
 #define XDPR_DIR_MAX_BLOCKS (1u << 20)  /* 1 GiB of index */
 
 struct xdpr_dir_block {
@@ -342,12 +344,6 @@ struct xdpr_rtnh {
 	__u32 pad;          /* array elements are 8-byte aligned: say so */
 };
 
-/* The router's own addresses: a map route never takes traffic for them. */
-struct xdpr_local_key {
-	__u32 family;       /* AF_INET / AF_INET6 */
-	__u8 addr[16];
-};
-
 /* xdpr_nat_gc program input (first bytes of the test-run frame) and output. */
 enum xdpr_gc_op { XDPR_GC_EXPIRED = 0, XDPR_GC_ALL = 1, XDPR_GC_RULE = 2 };
 
@@ -365,7 +361,6 @@ _Static_assert(sizeof(struct xdpr_iface) == 24, "xdpr_iface layout");
 _Static_assert(sizeof(struct xdpr_nat_rule) == 32, "xdpr_nat_rule layout");
 _Static_assert(sizeof(struct xdpr_cfg) == 64, "xdpr_cfg layout");
 _Static_assert(sizeof(struct xdpr_route) == 8 + 28 * XDPR_RT_MAX_NH, "xdpr_route layout");
-_Static_assert(sizeof(struct xdpr_local_key) == 20, "xdpr_local_key layout");
 _Static_assert(sizeof(struct xdpr_rtent) == 32 && sizeof(struct xdpr_rtnh) == 32, "route records");
 _Static_assert(sizeof(struct xdpr_dir_block) == 1024, "xdpr_dir_block layout");
 _Static_assert(sizeof(struct xdpr_ct_key) == 16, "xdpr_ct_key layout");

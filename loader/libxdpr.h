@@ -45,7 +45,7 @@ struct xdpr_link {
 /* The maps every program instance shares (names in xdpr_shared.h). */
 enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
-	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS, XM_LOCAL,
+	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS,
 	XM_MAX
 };
 
@@ -117,13 +117,15 @@ struct xdpr_rtrec {
 };
 /*
  * The lookup index of n records (unique prefixes, host bits zero; index i
- * is found as i + 1): *blocks (malloc'd, *nblocks of them) as the packet
- * path reads them.
+ * is found as i + 1) and the router's own addresses (family and addr of
+ * each local entry; those inside a route are found as XDPR_DIR_LOCAL):
+ * *blocks (malloc'd, *nblocks of them) as the packet path reads them.
  */
-int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, struct xdpr_dir_block **blocks,
-		  size_t *nblocks);
+int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, const struct xdpr_rtent *local,
+		  size_t nlocal, struct xdpr_dir_block **blocks, size_t *nblocks);
 /* The inner maps of a slot holding these routes, filled: 0 or -errno with x->err. */
-int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n, int fd[XDPR_RT_MAPS]);
+int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n,
+		      const struct xdpr_rtent *local, size_t nlocal, int fd[XDPR_RT_MAPS]);
 void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern const char *const map_names[XM_MAX];
 
@@ -195,7 +197,10 @@ int xdpr_route_check(struct xdpr *x, const struct xdpr_route_spec *rs);
 int xdpr_neigh_use(int family, const void *addr, __u32 ifindex);
 /* The neighbour's MAC if the kernel has a usable entry: 1, 0 (none), <0 error. */
 int xdpr_neigh_mac(int family, const void *addr, __u32 ifindex, __u8 mac[6]);
-/* Mirror this namespace's own addresses into xdpr_local (route map exemption). */
+/*
+ * Rebuild the route table with this namespace's current addresses (they
+ * are never taken by a map route); nothing to do without routes.
+ */
 int xdpr_local_sync(struct xdpr *x);
 
 const char *xdpr_reason_name(int reason);

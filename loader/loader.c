@@ -45,7 +45,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
 	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RTDIR] = "xdpr_rtdir",  [XM_RTREC] = "xdpr_rtrec",
 	[XM_RTNH] = "xdpr_rtnh",
-	[XM_RTSTATS] = "xdpr_rt_stats", [XM_LOCAL] = "xdpr_local",
+	[XM_RTSTATS] = "xdpr_rt_stats",
 };
 
 void seterr(struct xdpr *x, const char *fmt, ...)

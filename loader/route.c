@@ -149,6 +149,41 @@ out:
 	return err;
 }
 
+/* This namespace's addresses (family and addr of each entry; malloc'd). */
+static int local_addrs(struct xdpr *x, struct xdpr_rtent **out, size_t *n)
+{
+	struct ifaddrs *ifa, *i;
+	struct xdpr_rtent *v;
+	size_t k = 0, cap = 0;
+
+	if (getifaddrs(&ifa)) {
+		seterr(x, "cannot list the router's addresses: %s", strerror(errno));
+		return -errno;
+	}
+	for (i = ifa; i; i = i->ifa_next)
+		cap++;
+	v = calloc(cap ? cap : 1, sizeof(*v));
+	if (!v) {
+		freeifaddrs(ifa);
+		seterr(x, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		v[k].family = i->ifa_addr->sa_family;
+		if (v[k].family == AF_INET)
+			memcpy(v[k].addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		else
+			memcpy(v[k].addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		k++;
+	}
+	freeifaddrs(ifa);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 /*
  * Wait until every XDP program run that may have read the old rt_slot has
  * finished: MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), and XDP programs
@@ -160,7 +195,8 @@ static bool packets_settled(void)
 }
 
 /*
- * Make recs (sorted, unique) the live table: build it in the idle slot,
+ * Make recs (sorted, unique) the live table, with the router's current
+ * addresses exempt: build it in the idle slot,
  * switch in one xdpr_cfg update, then, once no packet can still be in the
  * old table, give the old slot empty maps so the kernel frees it.  Where
  * that cannot be known, the old table stays in the idle slot until the
@@ -170,8 +206,14 @@ static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_rtrec *r
 {
 	__u32 slot = c->rt_slot & 1, idle = !slot;
 	int fd[XDPR_RT_MAPS], err, xm[XDPR_RT_MAPS] = { XM_RTDIR, XM_RTREC, XM_RTNH };
+	struct xdpr_rtent *local = NULL;
+	size_t nlocal = 0;
 
-	err = xdpr_rt_make_slot(x, recs, n, fd);
+	err = local_addrs(x, &local, &nlocal);
+	if (err)
+		return err;
+	err = xdpr_rt_make_slot(x, recs, n, local, nlocal, fd);
+	free(local);
 	if (err)
 		return err;
 	for (int i = 0; i < XDPR_RT_MAPS && !err; i++)
@@ -345,28 +387,18 @@ static int link_local_macs(struct xdpr *x, struct xdpr_route_spec *rs)
 
 int xdpr_local_sync(struct xdpr *x)
 {
-	struct xdpr_local_key k, next;
-	struct ifaddrs *ifa, *i;
-	__u8 one = 1;
+	struct xdpr_rtrec *recs = NULL;
+	struct xdpr_cfg c;
+	size_t n = 0;
+	int err = xdpr_cfg_get(x, &c);
 
-	while (!bpf_map_get_next_key(x->fd[XM_LOCAL], NULL, &next))
-		if (bpf_map_delete_elem(x->fd[XM_LOCAL], &next))
-			break;
-	if (getifaddrs(&ifa))
-		return -errno;
-	for (i = ifa; i; i = i->ifa_next) {
-		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-			continue;
-		memset(&k, 0, sizeof(k));
-		k.family = i->ifa_addr->sa_family;
-		if (k.family == AF_INET)
-			memcpy(k.addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-		else
-			memcpy(k.addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-		bpf_map_update_elem(x->fd[XM_LOCAL], &k, &one, BPF_ANY);
-	}
-	freeifaddrs(ifa);
-	return 0;
+	if (err || !(c.flags & XDPR_CFG_ROUTES))
+		return err;
+	err = live_records(x, &c, &recs, &n);
+	if (!err)
+		err = commit(x, &c, recs, n);
+	free(recs);
+	return err;
 }
 
 /* A route id no record uses (ids index xdpr_rt_stats; 0 is never used). */
@@ -402,7 +434,6 @@ int xdpr_route_add(struct xdpr *x, struct xdpr_route_spec *rs, bool replace)
 		err = live_records(x, &c, &recs, &n);
 	if (err)
 		return err;
-	xdpr_local_sync(x);
 	fmt_prefix(rs, p, sizeof(p));
 	spec_to_rec(rs, &key);
 	at = bsearch(&key, recs, n, sizeof(*recs), rec_cmp);
@@ -471,7 +502,6 @@ int xdpr_route_del(struct xdpr *x, const struct xdpr_route_spec *rs)
 		return -ENOENT;
 	}
 	memmove(at, at + 1, (n - (at - recs) - 1) * sizeof(*recs));
-	xdpr_local_sync(x);
 	err = commit(x, &c, recs, n - 1);
 	free(recs);
 	return err;
@@ -525,7 +555,6 @@ int xdpr_route_load(struct xdpr *x, struct xdpr_route_spec *rs, int n)
 			goto out;
 		}
 	}
-	xdpr_local_sync(x);
 	for (int i = 0; i < n; i++)
 		if (i == 0 || memcmp(&rs[i].r.nh, &rs[i - 1].r.nh, sizeof(rs[i].r.nh)))
 			resolve_gateways(&rs[i]);

@@ -12,7 +12,9 @@
  * read per level the destination's longest match sits at (IPv4: at most
  * 3), whatever the number of routes; the price is memory: one 1 KiB block
  * per distinct /16, /24 (IPv4) or longer byte boundary that has a longer
- * prefix below it.
+ * prefix below it.  The router's own addresses that fall inside a route are
+ * added as host entries (XDPR_DIR_LOCAL), so their traffic stays the
+ * kernel's without a per-packet check.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -98,8 +100,19 @@ static int dir_insert(struct dir *d, const struct xdpr_rtent *r, __u32 v)
 	}
 }
 
-int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, struct xdpr_dir_block **blocks,
-		  size_t *nblocks)
+/* What a lookup of the address finds (the packet path's walk). */
+static __u32 dir_find(const struct dir *d, int family, const __u8 *a)
+{
+	unsigned int len = family == AF_INET6 ? 16 : 4;
+	__u32 e = d->b[(family == AF_INET6 ? XDPR_DIR_V6 : XDPR_DIR_V4) + a[0]].e[a[1]];
+
+	for (unsigned int i = 2; i < len && (e & XDPR_DIR_GROUP); i++)
+		e = d->b[e & ~XDPR_DIR_GROUP].e[a[i]];
+	return e;
+}
+
+int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, const struct xdpr_rtent *local,
+		  size_t nlocal, struct xdpr_dir_block **blocks, size_t *nblocks)
 {
 	struct dir d = { .n = XDPR_DIR_GROUPS, .cap = XDPR_DIR_GROUPS + 64 };
 	size_t *order, cnt[130] = { 0 };
@@ -130,6 +143,19 @@ int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, struct xdpr_dir_block 
 		order[cnt[rec[i].plen]++] = i;
 	for (size_t i = 0; i < n && !err; i++)
 		err = dir_insert(&d, &rec[order[i]], (__u32)order[i] + 1);
+	/* the router's addresses that a route covers: host entries saying so */
+	for (size_t i = 0; i < nlocal && !err; i++) {
+		struct xdpr_rtent h = { .family = local[i].family };
+		__u32 e;
+
+		if (h.family != AF_INET && h.family != AF_INET6)
+			continue;
+		h.plen = h.family == AF_INET6 ? 128 : 32;
+		memcpy(h.addr, local[i].addr, h.family == AF_INET6 ? 16 : 4);
+		e = dir_find(&d, h.family, h.addr);
+		if (e && e != XDPR_DIR_LOCAL)
+			err = dir_insert(&d, &h, XDPR_DIR_LOCAL);
+	}
 	free(order);
 	if (err) {
 		free(d.b);
@@ -233,7 +259,8 @@ nomem:
 	return -ENOMEM;
 }
 
-int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n, int fd[XDPR_RT_MAPS])
+int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n,
+		      const struct xdpr_rtent *local, size_t nlocal, int fd[XDPR_RT_MAPS])
 {
 	struct xdpr_dir_block *blocks = NULL;
 	struct xdpr_rtent *ent = calloc(n ? n : 1, sizeof(*ent));
@@ -244,7 +271,7 @@ int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n, in
 	for (int i = 0; i < XDPR_RT_MAPS; i++)
 		fd[i] = -1;
 	if (!err)
-		err = xdpr_rt_index(ent, n, &blocks, &nblocks);
+		err = xdpr_rt_index(ent, n, local, nlocal, &blocks, &nblocks);
 	if (err) {
 		if (err == -E2BIG)
 			seterr(x, "route table too large: its lookup index needs more than %u KiB",

@@ -94,6 +94,14 @@ static const char *const setup_cmds[] = {
 
 /* ---- the route map ---- */
 
+/*
+ * Given to the table builder as the router's own addresses: inside map
+ * routes (192.0.2.0/25 via A, 2001:db8:100:1::/64 via B), so the map must
+ * leave them to the FIB.
+ */
+#define ROUTER_ADDR4 "192.0.2.2"
+#define ROUTER_ADDR6 "2001:db8:100:1::5"
+
 struct rdef {
 	const char *prefix;
 	int action;               /* enum xdpr_rt_action */
@@ -338,7 +346,13 @@ static void fill_slot(struct xdpr_bpf *skel, __u32 slot, const struct rdef *rs, 
 
 		rdef_value(&rs[i], v6, &rec[i].r);
 	}
-	if (xdpr_rt_make_slot(&x, rec, n, fd))
+	/* addresses the builder is told are the router's (as local_addrs() would) */
+	struct xdpr_rtent local[2] = { { .family = AF_INET }, { .family = AF_INET6 } };
+
+	if (inet_pton(AF_INET, ROUTER_ADDR4, local[0].addr) != 1 ||
+	    inet_pton(AF_INET6, ROUTER_ADDR6, local[1].addr) != 1)
+		die("bad router addresses in the test");
+	if (xdpr_rt_make_slot(&x, rec, n, local, 2, fd))
 		die("cannot build the slot %u table: %s", slot, x.err);
 	for (int i = 0; i < XDPR_RT_MAPS; i++) {
 		if (bpf_map_update_elem(outer[i], &slot, &fd[i], BPF_ANY))
@@ -643,6 +657,8 @@ static const struct tcase cases[] = {
 	  .dst = "192.0.2.1", FWD(NH_A, "r1"), RT("192.0.2.0/25") },
 	{ "ip4 map /25 over a FIB /24: outside the /25 the FIB route (C on r2)", .ip = 4,
 	  .dst = "192.0.2.200", FWD(NH_C, "r2") },
+	{ "ip4 router's own address inside the /25 (" ROUTER_ADDR4 "): not the map's, FIB via C",
+	  .ip = 4, .dst = ROUTER_ADDR4, FWD(NH_C, "r2") },
 	{ "ip4 via route, TCP: forwarded", .ip = 4, .dst = "198.51.7.1", .proto = IPPROTO_TCP,
 	  FWD(NH_A, "r1"), RT("198.51.0.0/16") },
 	{ "ip4 via route, ICMP: forwarded", .ip = 4, .dst = "198.51.100.7", .proto = IPPROTO_ICMP,
@@ -705,6 +721,8 @@ static const struct tcase cases[] = {
 	  .dst = "2001:db8:400::1", FWD(NH_A, "r1"), RT("2001:db8:400::/56") },
 	{ "ip6 map /56 over a FIB /48: outside the /56 the FIB route (C on r2)", .ip = 6,
 	  .dst = "2001:db8:400:100::1", FWD(NH_C, "r2") },
+	{ "ip6 router's own address inside the /64 (" ROUTER_ADDR6 "): not the map's -> pass_not_fwded",
+	  .ip = 6, .dst = ROUTER_ADDR6, R(PASS_FIB_NOT_FWDED) },
 	{ "ip6 via route, TCP: forwarded", .ip = 6, .dst = "2001:db8:100:2::1",
 	  .proto = IPPROTO_TCP, FWD(NH_A, "r1"), RT("2001:db8:100::/48") },
 	{ "ip6 via route, ICMPv6: forwarded", .ip = 6, .dst = "2001:db8:100:2::1",

@@ -192,6 +192,12 @@ ok "route add ::/0 via 2001:db8:2::2 dev r1" xdpr route add ::/0 via 2001:db8:2:
 ok "with a default route in the map, R still answers a ping to its own 10.0.1.1" ping4 "$C" 10.0.1.1 2
 ok "... and to its own 10.0.2.1" ping4 "$C" 10.0.2.1 2
 ok "... and to its own 2001:db8:1::1" ping6 "$C" 2001:db8:1::1 2
+# an address the router gets after the routes: its own from the next route command on
+ip -n "$R" addr add 10.0.1.77/32 dev r0
+ok "route add 192.0.2.99/32 blackhole (any route command takes in new addresses)" \
+	xdpr route add 192.0.2.99/32 blackhole
+ok "R answers a ping to 10.0.1.77, added after the default route" ping4 "$C" 10.0.1.77 2
+ok "route del 192.0.2.99/32" xdpr route del 192.0.2.99/32
 ok "route del 0.0.0.0/0" xdpr route del 0.0.0.0/0
 ok "route del ::/0" xdpr route del ::/0
 
