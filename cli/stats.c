@@ -264,7 +264,7 @@ int do_stats(int argc, char **argv)
 		for (int i = 0; i < x.nlinks; i++)
 			if (x.links[i].has_cfg)
 				links[n++] = &x.links[i];
-		links[n++] = NULL; /* slot 0: frames seen while an interface was half set up */
+		links[n++] = NULL; /* slot 0: frames on a device whose attach or detach was cut short */
 	}
 
 	ncpu = xdpr_ncpus();

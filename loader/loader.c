@@ -578,8 +578,7 @@ static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
 	struct xdp_program *p;
 	int err;
 
-	if (x->fd[XM_IFACES] >= 0)
-		bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex);
+	/* no longer a redirect target first; its settings go once the program is off */
 	if (x->fd[XM_TX] >= 0)
 		bpf_map_delete_elem(x->fd[XM_TX], &ifindex);
 
@@ -597,6 +596,8 @@ static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
 	xdp_multiprog__close(mp);
 	if (err)
 		seterr(x, "cannot detach from \"%s\": %s", name, strerror(-err));
+	else if (x->fd[XM_IFACES] >= 0)
+		bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex);
 	return err;
 }
 
@@ -682,6 +683,21 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 			goto out;
 		}
 	}
+	/*
+	 * The interface's settings go in before the program (not yet a
+	 * transmit target), so that every frame it sees is counted on its
+	 * interface, none on the "(unattached)" slot.
+	 */
+	{
+		struct xdpr_iface early = pd->cfg;
+
+		early.flags &= ~XDPR_IF_XMIT;
+		if (bpf_map_update_elem(x->fd[XM_IFACES], &key, &early, BPF_ANY)) {
+			err = -errno;
+			seterr(x, "cannot register \"%s\" in the maps: %s", name, strerror(-err));
+			goto out;
+		}
+	}
 	lib_msg[0] = lib_fallback[0] = 0;
 	err = xdp_program__attach(prog, pd->ifindex,
 				  mode == XDPR_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
@@ -691,6 +707,7 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 		else
 			seterr(x, "cannot attach to \"%s\" in %s mode: %s%s%s", name,
 			       xdpr_mode_name(mode), strerror(-err), lib_msg[0] ? ": " : "", lib_msg);
+		bpf_map_delete_elem(x->fd[XM_IFACES], &key);
 		goto out;
 	}
 	mp = get_multiprog(pd->ifindex);

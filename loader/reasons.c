@@ -29,7 +29,7 @@ static const struct {
 	[XDPR_PASS_FIB_OTHER]        = { "pass_fib_other",   "FIB: other lookup failure" },
 	[XDPR_PASS_EGRESS_NOT_XDPR]  = { "pass_egress_not_xdpr", "egress interface not attached to xdpr" },
 	[XDPR_PASS_EGRESS_NO_XMIT]   = { "pass_egress_no_xmit",  "egress driver cannot transmit XDP frames" },
-	[XDPR_PASS_NO_IFACE]         = { "pass_no_iface",    "ingress interface being attached or detached" },
+	[XDPR_PASS_NO_IFACE]         = { "pass_no_iface",    "ingress interface not registered (an attach or detach cut short)" },
 	[XDPR_PASS_NAT_FILTERED]     = { "pass_nat_filtered", "to a NAT binding from a remote it never addressed" },
 	[XDPR_PASS_ROUTE]            = { "pass_route",       "route map: pass route" },
 	[XDPR_PASS_ROUTE_GW]         = { "pass_route_gw",    "route map: gateway not reachable on its device" },
