@@ -586,6 +586,8 @@ static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
 	p = mp ? find_ours(mp) : NULL;
 	if (!p) {
 		xdp_multiprog__close(mp);
+		if (x->fd[XM_IFACES] >= 0) /* no program left to count on it */
+			bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex);
 		seterr(x, "xdpr is not attached to \"%s\"", name);
 		return -ENOENT;
 	}
