@@ -378,59 +378,6 @@ static void cfg_set(__u32 flags, __u32 slot)
 
 /* ---- frames ---- */
 
-static struct iphdr *ip4(struct frame *f) { return (struct iphdr *)(f->b + f->l3); }
-static struct ipv6hdr *ip6(struct frame *f) { return (struct ipv6hdr *)(f->b + f->l3); }
-
-static void ip4_fix(struct frame *f)
-{
-	struct iphdr *ip = ip4(f);
-
-	ip->check = 0;
-	ip->check = htons(~fold(sum16(ip, 20, 0)));
-}
-
-static void ip4_force_csum(struct frame *f, __u16 want)
-{
-	struct iphdr *ip = ip4(f);
-
-	ip->id = 0;
-	ip->check = 0;
-	ip->id = htons(fold((__u16)~want + (__u16)~fold(sum16(ip, 20, 0))));
-	ip4_fix(f);
-	if (ntohs(ip->check) != want)
-		die("cannot make a header with checksum 0x%04x", want);
-}
-
-static int l4_hdr_len(__u8 proto)
-{
-	return proto == IPPROTO_TCP ? 20 : 8;
-}
-
-static void build_l4(struct frame *f, __u8 proto, __u16 sport, int len, __u32 psum)
-{
-	__u8 *p = f->b + f->l4;
-	int ck = 6;
-
-	for (int i = l4_hdr_len(proto); i < len; i++)
-		p[i] = i * 7 + 1;
-	switch (proto) {
-	case IPPROTO_UDP:
-		put16(p, sport), put16(p + 2, 7), put16(p + 4, len);
-		break;
-	case IPPROTO_TCP:
-		put16(p, sport), put16(p + 2, 80), p[7] = 1, p[11] = 1;
-		p[12] = 5 << 4, p[13] = 0x18, put16(p + 14, 65535);
-		ck = 16;
-		break;
-	default:
-		p[0] = proto == IPPROTO_ICMP ? 8 : 128, put16(p + 4, 1), put16(p + 6, 1);
-		ck = 2;
-		if (proto == IPPROTO_ICMP)
-			psum = 0;
-	}
-	put16(p + ck, ~fold(sum16(p, len, psum)) ?: (proto == IPPROTO_UDP ? 0xffff : 0));
-}
-
 static void build(struct frame *f, const struct tcase *c)
 {
 	__u8 proto = c->proto ?: IPPROTO_UDP;
