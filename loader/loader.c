@@ -332,19 +332,28 @@ struct map_proto {
 };
 static struct map_proto rt_proto[XDPR_RT_MAPS];
 
-static int create_like(struct bpf_map *m)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));
-	int fd = bpf_map_create(bpf_map__type(m), "xdpr_rt_inner", bpf_map__key_size(m),
-				bpf_map__value_size(m), bpf_map__max_entries(m), &o);
-
-	return fd < 0 ? -errno : fd;
-}
-
 static void set_proto(struct map_proto *p, const struct bpf_map *in)
 {
 	*p = (struct map_proto){ bpf_map__type(in), bpf_map__key_size(in), bpf_map__value_size(in),
 				 bpf_map__max_entries(in), bpf_map__map_flags(in) };
+}
+
+/* A map of that shape with that many entries (0: the definition's); fd or -errno. */
+static int proto_create(const struct map_proto *p, __u32 entries)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = p->flags);
+	int fd = bpf_map_create(p->type, "xdpr_rt_inner", p->key, p->value, entries ? entries : p->max, &o);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* A map like an inner map definition. */
+static int create_like(struct bpf_map *m)
+{
+	struct map_proto p;
+
+	set_proto(&p, m);
+	return proto_create(&p, 0);
 }
 
 /* The route table inner map definitions of an opened (not loaded) skeleton. */
@@ -375,16 +384,10 @@ int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries)
 		set_rt_protos(skel);
 		xdpr_bpf__destroy(skel);
 	}
-	{
-		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = p->flags);
-
-		fd = bpf_map_create(p->type, "xdpr_rt_inner", p->key, p->value, entries ? entries : p->max, &o);
-	}
-	if (fd < 0) {
+	fd = proto_create(p, entries);
+	if (fd < 0)
 		seterr(x, "cannot create a route table of %u entries: %s", entries ? entries : p->max,
-		       strerror(errno));
-		return -errno;
-	}
+		       strerror(-fd));
 	return fd;
 }
 

@@ -52,6 +52,15 @@ static void spec_to_rec(const struct xdpr_route_spec *rs, struct xdpr_rtrec *r)
 	memcpy(r->addr, rs->addr, rs->family == AF_INET6 ? 16 : 4);
 }
 
+static void rec_to_spec(const struct xdpr_rtrec *r, struct xdpr_route_spec *rs)
+{
+	memset(rs, 0, sizeof(*rs));
+	rs->r = r->r;
+	rs->family = r->family;
+	rs->plen = r->plen;
+	memcpy(rs->addr, r->addr, 16);
+}
+
 /* A malloc'd copy of the inner map in a slot of outer map xm; *n entries of size. */
 static void *read_inner(struct xdpr *x, int xm, __u32 slot, size_t size, size_t *n)
 {
@@ -149,6 +158,13 @@ out:
 	return err;
 }
 
+/* The address bytes of an AF_INET or AF_INET6 socket address. */
+static const __u8 *sa_bytes(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET ? (const __u8 *)&((const struct sockaddr_in *)sa)->sin_addr
+					: (const __u8 *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+}
+
 /* This namespace's addresses (family and addr of each entry; malloc'd). */
 static int local_addrs(struct xdpr *x, struct xdpr_rtent **out, size_t *n)
 {
@@ -172,10 +188,7 @@ static int local_addrs(struct xdpr *x, struct xdpr_rtent **out, size_t *n)
 		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
 			continue;
 		v[k].family = i->ifa_addr->sa_family;
-		if (v[k].family == AF_INET)
-			memcpy(v[k].addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-		else
-			memcpy(v[k].addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		memcpy(v[k].addr, sa_bytes(i->ifa_addr), v[k].family == AF_INET ? 4 : 16);
 		k++;
 	}
 	freeifaddrs(ifa);
@@ -279,10 +292,8 @@ static bool gw_connected(int family, const __u8 *gw, const char *dev)
 		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != family ||
 		    strcmp(i->ifa_name, dev))
 			continue;
-		a = family == AF_INET ? (const __u8 *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-				      : (const __u8 *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
-		m = family == AF_INET ? (const __u8 *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr
-				      : (const __u8 *)&((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr;
+		a = sa_bytes(i->ifa_addr);
+		m = sa_bytes(i->ifa_netmask);
 		for (b = 0; b < n && (a[b] & m[b]) == (gw[b] & m[b]); b++)
 			;
 		ok = b == n && memcmp(a, gw, n); /* on the subnet, not our own address */
@@ -533,9 +544,9 @@ int xdpr_route_load(struct xdpr *x, struct xdpr_route_spec *rs, int n)
 	qsort(recs, n, sizeof(*recs), rec_cmp);
 	for (int i = 1; i < n; i++)
 		if (!rec_cmp(&recs[i - 1], &recs[i])) {
-			struct xdpr_route_spec d = { .family = recs[i].family, .plen = recs[i].plen };
+			struct xdpr_route_spec d;
 
-			memcpy(d.addr, recs[i].addr, 16);
+			rec_to_spec(&recs[i], &d);
 			fmt_prefix(&d, p, sizeof(p));
 			seterr(x, "route %s is listed twice", p);
 			err = -EEXIST;
@@ -588,10 +599,7 @@ int xdpr_route_foreach(struct xdpr *x, const struct xdpr_route_spec *only,
 	}
 	for (size_t i = first; !err && i < n; i++) {
 		memset(&ri, 0, sizeof(ri));
-		ri.spec.r = recs[i].r;
-		ri.spec.family = recs[i].family;
-		ri.spec.plen = recs[i].plen;
-		memcpy(ri.spec.addr, recs[i].addr, 16);
+		rec_to_spec(&recs[i], &ri.spec);
 		if (!bpf_map_lookup_elem(x->fd[XM_RTSTATS], &recs[i].r.id, pc))
 			for (int cpu = 0; cpu < ncpu; cpu++) {
 				ri.sum.packets += pc[cpu].packets;
