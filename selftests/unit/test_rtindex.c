@@ -66,6 +66,16 @@ static void set_prefix(struct xdpr_rtent *r, int family, const __u8 *a, unsigned
 		r->addr[bit / 8] &= ~(0x80 >> (bit % 8));
 }
 
+/* Give address a the prefix bits of r (its host bits stay). */
+static void put_inside(__u8 *a, const struct xdpr_rtent *r)
+{
+	for (unsigned int bit = 0; bit < r->plen; bit++)
+		if (r->addr[bit / 8] & (0x80 >> (bit % 8)))
+			a[bit / 8] |= 0x80 >> (bit % 8);
+		else
+			a[bit / 8] &= ~(0x80 >> (bit % 8));
+}
+
 static bool same_prefix(const struct xdpr_rtent *x, const struct xdpr_rtent *y)
 {
 	return x->family == y->family && x->plen == y->plen && !memcmp(x->addr, y->addr, 16);
@@ -137,11 +147,7 @@ static int check(const struct xdpr_rtent *rec, size_t n, const struct xdpr_dir_b
 		if (n && p % 4) {
 			const struct xdpr_rtent *r = &rec[rand() % n];
 
-			for (unsigned int bit = 0; bit < r->plen; bit++)
-				if (r->addr[bit / 8] & (0x80 >> (bit % 8)))
-					a[bit / 8] |= 0x80 >> (bit % 8);
-				else
-					a[bit / 8] &= ~(0x80 >> (bit % 8));
+			put_inside(a, r);
 		}
 		want = scan(rec, n, family, a);
 		if (want && is_local(family, a))
@@ -228,11 +234,7 @@ int main(void)
 			if (i % 4 < 2) { /* half of them inside a route of their family */
 				const struct xdpr_rtent *r = &rec[fam == AF_INET ? rand() % n4 : n4 + rand() % n6];
 
-				for (unsigned int bit = 0; bit < r->plen; bit++)
-					if (r->addr[bit / 8] & (0x80 >> (bit % 8)))
-						l->addr[bit / 8] |= 0x80 >> (bit % 8);
-					else
-						l->addr[bit / 8] &= ~(0x80 >> (bit % 8));
+				put_inside(l->addr, r);
 			}
 		}
 		err = xdpr_rt_index(rec, n4 + n6, NULL, 0, &b, &nb0);
