@@ -81,6 +81,16 @@ enum xdpr_reason {
 	                            source and cannot be translated (fragment,
 	                            unknown protocol, ICMP error without session)  */
 	XDPR_DROP_ROUTE_BLACKHOLE, /* route map: "blackhole" route                 */
+	XDPR_DROP_NAT_IF_GONE,   /* inside source of a NAT rule whose outside
+	                            interface is gone (deleted, not yet re-bound) */
+	XDPR_DROP_NAT_IN_NO_NEIGH, /* translated back, inside host's MAC unknown:
+	                            the kernel's ICMP would quote the inside address */
+	XDPR_DROP_NAT_IN_NO_ROUTE, /* translated back, no route to the inside host */
+
+	/* answered in XDP (XDP_TX): ICMP errors about packets to a NAT binding,
+	   quoting the packet as it arrived (outside addresses only) */
+	XDPR_TX_ICMP_FRAG,       /* fragmentation needed (PMTUD through the NAT)   */
+	XDPR_TX_ICMP_TTL,        /* time exceeded                                  */
 
 	XDPR_REASON_MAX
 };
@@ -95,11 +105,13 @@ struct xdpr_slot {
 	struct xdpr_ctr reason[XDPR_REASON_MAX];
 };
 
-/* Verdict for a reason: 0 aborted, 1 drop, 2 pass, 4 redirect (enum xdp_action). */
+/* Verdict for a reason: 0 aborted, 1 drop, 2 pass, 3 tx, 4 redirect (enum xdp_action). */
 static inline int xdpr_reason_verdict(int reason)
 {
 	if (reason == XDPR_FWD)
 		return 4; /* XDP_REDIRECT */
+	if (reason >= XDPR_TX_ICMP_FRAG && reason < XDPR_REASON_MAX)
+		return 3; /* XDP_TX */
 	if (reason >= XDPR_DROP_SHORT && reason < XDPR_REASON_MAX)
 		return 1; /* XDP_DROP */
 	return 2;         /* XDP_PASS */

@@ -39,6 +39,11 @@ static const struct {
 	[XDPR_DROP_NAT_HOST_LIMIT]   = { "drop_nat_host_limit", "NAT: inside host at its session limit" },
 	[XDPR_DROP_NAT_UNTRANSLATABLE] = { "drop_nat_untranslatable", "NAT: cannot be translated (fragment, protocol, ICMP error without session)" },
 	[XDPR_DROP_ROUTE_BLACKHOLE]  = { "drop_blackhole",   "route map: blackhole route" },
+	[XDPR_DROP_NAT_IF_GONE]      = { "drop_nat_if_gone", "NAT: inside source whose outside interface is gone (rule not yet re-bound)" },
+	[XDPR_DROP_NAT_IN_NO_NEIGH]  = { "drop_nat_in_no_neigh", "NAT: reply for an inside host whose MAC is unknown" },
+	[XDPR_DROP_NAT_IN_NO_ROUTE]  = { "drop_nat_in_no_route", "NAT: reply for an inside host with no route" },
+	[XDPR_TX_ICMP_FRAG]          = { "tx_icmp_frag",     "NAT: fragmentation needed sent back from XDP (PMTUD to an inside host)" },
+	[XDPR_TX_ICMP_TTL]           = { "tx_icmp_ttl",      "NAT: time exceeded sent back from XDP (packet to an inside host)" },
 };
 
 const char *xdpr_reason_name(int r)
