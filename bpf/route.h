@@ -13,6 +13,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "xdpr_shared.h"
+#include "maps.h"
 
 /*
  * Inner maps of a slot: sizes vary with the table (BPF_F_INNER_MAP), the

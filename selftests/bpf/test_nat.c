@@ -748,10 +748,11 @@ static bool check_sess(const char *what, const struct sess *s)
 		note("no binding %s:%u proto %u", s->out, s->outp, s->proto);
 		ok = false;
 	} else if (b.in_addr != ip(s->in) || ntohs(b.in_port) != s->inp || b.rule != s->rule ||
-		   b.gen != vo.bind_gen || (s->nsess >= 0 && b.nsess != (__u32)s->nsess)) {
-		note("binding %s:%u: %s:%u rule %u gen %llu nsess %u; expected %s:%u rule %u gen %llu "
-		     "nsess %d", s->out, s->outp, ipstr(b.in_addr), ntohs(b.in_port), b.rule,
-		     (unsigned long long)b.gen, b.nsess, s->in, s->inp, s->rule,
+		   XDPR_BIND_GEN(b.state) != vo.bind_gen ||
+		   (s->nsess >= 0 && XDPR_BIND_REFS(b.state) != (__u32)s->nsess)) {
+		note("binding %s:%u: %s:%u rule %u gen %u refs %u; expected %s:%u rule %u gen %llu "
+		     "refs %d", s->out, s->outp, ipstr(b.in_addr), ntohs(b.in_port), b.rule,
+		     XDPR_BIND_GEN(b.state), XDPR_BIND_REFS(b.state), s->in, s->inp, s->rule,
 		     (unsigned long long)vo.bind_gen, s->nsess);
 		ok = false;
 	}
@@ -1576,7 +1577,8 @@ static bool t_expiry(void)
 	ok &= expect(!bpf_map_lookup_elem(bind_fd, &bk, &b),
 		     "binding 10.0.2.1:5200 gone at once: the hold-down must keep it");
 	if (!bpf_map_lookup_elem(bind_fd, &bk, &b))
-		ok &= expect(b.nsess == 0, "binding nsess %u after its session expired", b.nsess);
+		ok &= expect(XDPR_BIND_REFS(b.state) == 0, "binding refs %u after its session expired",
+			     XDPR_BIND_REFS(b.state));
 	ok &= expect(!bpf_map_lookup_elem(eim_fd, &ek, &e),
 		     "mapping removed while its binding is held down");
 	ok &= expect(host_nsess(IN2) == 0, "xdpr_nat_hosts[10.0.1.2].nsess %u, expected 0",
