@@ -13,7 +13,10 @@
  *   a. one inside endpoint to 64 remote peers, 32 from each CPU: one outside
  *      port (RFC 4787 REQ-1), every frame forwarded, nothing dropped;
  *   b. one 5-tuple from both CPUs: one session, identical translations, no
- *      drop, no eviction.
+ *      drop, no eviction;
+ *   c. churn for a few seconds with compressed timeouts, a small port range
+ *      and xdpr_nat_gc running, then every table dumped: ownership and
+ *      reference counts must add up.
  * Rounds of a and b start from empty NAT tables.  A thread that did not
  * start, did not run on its CPU, or saw a BPF_PROG_TEST_RUN error fails the
  * case, and each concurrent case checks in the per-CPU counters that both
@@ -63,9 +66,19 @@
  */
 #define BIND_DYING_BIT 0x80000000u /* bpf/nat.h BIND_DYING: set in nsess while GC deletes */
 
+static __u64 bind_gen(const struct xdpr_bind *b)
+{
+	return b->gen;
+}
+
 static __u32 bind_refs(const struct xdpr_bind *b)
 {
 	return b->nsess & ~BIND_DYING_BIT;
+}
+
+static bool bind_dying(const struct xdpr_bind *b)
+{
+	return b->nsess & BIND_DYING_BIT;
 }
 
 static __u32 host_refs(const struct xdpr_host *h)
@@ -140,10 +153,11 @@ static void setup_netns(void)
 /* ---- BPF side ---- */
 
 static struct xdpr_bpf *skel;
-static int prog_fd, stats_fd, ifaces_fd, cfg_fd, rules_fd, nstats_fd;
+static int prog_fd, gc_fd, stats_fd, ifaces_fd, cfg_fd, rules_fd, nstats_fd;
 static int ct_fd, bind_fd, eim_fd, hosts_fd, ring_fd, ringhd_fd, ncpus;
 static size_t ring_vsz;
 static __u32 cfg_flags;
+static __u32 cfg_udp = XDPR_DEF_UDP; /* the UDP timeout last written */
 
 /* A map the test needs, by its name; its sizes must be the ones the test reads. */
 static int map_fd(const char *name, size_t ksz, size_t vsz)
@@ -209,6 +223,7 @@ static void cfg_write(__u32 udp, __u32 holddown, __u32 host_limit)
 
 	if (bpf_map_update_elem(cfg_fd, &zero, &c, BPF_ANY))
 		die("cannot write xdpr_cfg: %s", strerror(errno));
+	cfg_udp = udp;
 }
 
 /* Masquerade 10.0.1.0/24 to r1's address, outside ports pmin-pmax; on r1 as its only rule. */
@@ -319,6 +334,22 @@ static void fresh(__u32 udp, __u32 holddown, __u32 host_limit, __u16 pmin, __u16
 	ring_reset();
 	cfg_write(udp, holddown, host_limit);
 	rule_install(pmin, pmax);
+}
+
+/* Run xdpr_nat_gc as the CLI does (loader/nat.c xdpr_nat_gc): 0 or -errno / -EPROTO. */
+static int run_gc(__u32 op, struct xdpr_gc_cmd *res)
+{
+	struct xdpr_gc_cmd cmd[2] = { { .op = op } }, out[2] = {}; /* >= ETH_HLEN of input */
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = cmd, .data_size_in = sizeof(cmd),
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+
+	if (bpf_prog_test_run_opts(gc_fd, &o))
+		return -errno;
+	if (o.retval != XDP_PASS)
+		return -EPROTO;
+	if (res)
+		*res = out[0];
+	return 0;
 }
 
 /* ---- counters ---- */
@@ -537,6 +568,19 @@ static void *worker_main(void *p)
 static bool w_run(struct worker *w, const struct frame *in, struct frame *out, __u32 *verdict)
 {
 	int err = run_frame(prog_fd, r0_if, in, out, verdict);
+
+	w->runs++;
+	if (err) {
+		if (!w->errs++)
+			w->first_err = -err;
+		return false;
+	}
+	return true;
+}
+
+static bool w_gc(struct worker *w, struct xdpr_gc_cmd *res)
+{
+	int err = run_gc(XDPR_GC_EXPIRED, res);
 
 	w->runs++;
 	if (err) {
@@ -929,6 +973,450 @@ static bool t_tuple_two_cpus(void)
 	return ok;
 }
 
+/* ---- c. churn, then every table must add up ---- */
+
+#define C_SECS      5.0
+#define C_PMIN      1024
+#define C_PMAX      1279   /* 256 outside ports */
+#define C_HOSTS     4      /* 10.0.1.2 - 10.0.1.5 */
+#define C_PORTS     2000   /* inside ports 10000 - 11999 of each */
+#define C_ENDPOINTS (C_HOSTS * C_PORTS)
+#define C_WINDOW    640    /* endpoints active at once ... */
+#define C_SHIFT     320    /* ... moving on by this many every C_STEP s */
+#define C_STEP      0.2
+#define C_LL        8      /* long-lived flows per CPU (10.0.1.6), sent every C_LL_EVERY */
+#define C_LL_EVERY  32
+#define C_GC_EVERY  0.02   /* s between xdpr_nat_gc runs on each CPU */
+
+static double c_t0;
+
+struct c_thread {
+	__be32 rem;             /* this CPU's remote: the same endpoints, other peers */
+	long fwd, drop, other;  /* verdicts of the churn flows */
+	long ll_moved, ll_not_fwd;    /* long-lived flows: port changed, not forwarded */
+	__u16 ll_port[C_LL];
+	long gc_runs, gc_deleted, gc_freed;
+	struct frame in, out, ll_in[C_LL];
+};
+
+static __be32 c_host(int e) { return ip_n("10.0.1.0", 2 + e % C_HOSTS); }
+static __u16 c_port(int e) { return 10000 + e / C_HOSTS; }
+
+static void c_job(struct worker *w)
+{
+	struct c_thread *t = w->arg;
+	double now = mono(), next_gc = now + C_GC_EVERY * (1 + w->cpu) / 2;
+	__u32 v;
+
+	for (long j = 0; now < c_t0 + C_SECS; j++) {
+		long base = (long)((now - c_t0) / C_STEP) * C_SHIFT;
+		int e = (base + j % C_WINDOW) % C_ENDPOINTS;
+
+		frame_in(&t->in, c_host(e), c_port(e), t->rem);
+		if (!w_run(w, &t->in, &t->out, &v))
+			;
+		else if (v == XDP_REDIRECT)
+			t->fwd++;
+		else if (v == XDP_DROP)
+			t->drop++;
+		else
+			t->other++;
+		if (j % C_LL_EVERY)
+			continue;
+		for (int i = 0; i < C_LL; i++) {
+			if (!w_run(w, &t->ll_in[i], &t->out, &v))
+				continue;
+			if (v != XDP_REDIRECT) {
+				t->ll_not_fwd++;
+				continue;
+			}
+			if (!t->ll_port[i])
+				t->ll_port[i] = out_sport(&t->out);
+			else if (t->ll_port[i] != out_sport(&t->out))
+				t->ll_moved++;
+		}
+		now = mono();
+		if (now >= next_gc) {
+			struct xdpr_gc_cmd res = {};
+
+			if (w_gc(w, &res)) {
+				t->gc_runs++;
+				t->gc_deleted += res.deleted;
+				t->gc_freed += res.binds_freed;
+			}
+			next_gc = now + C_GC_EVERY;
+		}
+	}
+}
+
+/* One session as dumped: its outbound half and what the tables say about it. */
+struct out_half {
+	struct xdpr_ct_key k;
+	struct xdpr_ct_val v;
+	bool live;
+};
+
+static int cmp_by_port(const void *a, const void *b)
+{
+	const struct out_half *x = a, *y = b;
+
+	if (x->v.xaddr != y->v.xaddr)
+		return x->v.xaddr < y->v.xaddr ? -1 : 1;
+	if (x->v.xport != y->v.xport)
+		return x->v.xport < y->v.xport ? -1 : 1;
+	if (x->k.proto != y->k.proto)
+		return x->k.proto < y->k.proto ? -1 : 1;
+	if (x->k.saddr != y->k.saddr)
+		return x->k.saddr < y->k.saddr ? -1 : 1;
+	if (x->k.sport != y->k.sport)
+		return x->k.sport < y->k.sport ? -1 : 1;
+	return 0;
+}
+
+static int cmp_by_endpoint(const void *a, const void *b)
+{
+	const struct out_half *x = a, *y = b;
+
+	if (x->k.saddr != y->k.saddr)
+		return x->k.saddr < y->k.saddr ? -1 : 1;
+	if (x->k.sport != y->k.sport)
+		return x->k.sport < y->k.sport ? -1 : 1;
+	if (x->k.proto != y->k.proto)
+		return x->k.proto < y->k.proto ? -1 : 1;
+	if (x->v.rule != y->v.rule)
+		return x->v.rule < y->v.rule ? -1 : 1;
+	if (x->v.xaddr != y->v.xaddr)
+		return x->v.xaddr < y->v.xaddr ? -1 : 1;
+	if (x->v.xport != y->v.xport)
+		return x->v.xport < y->v.xport ? -1 : 1;
+	return 0;
+}
+
+static bool same_port(const struct out_half *x, const struct out_half *y)
+{
+	return x->v.xaddr == y->v.xaddr && x->v.xport == y->v.xport && x->k.proto == y->k.proto;
+}
+
+static bool same_endpoint(const struct out_half *x, const struct out_half *y)
+{
+	return x->k.saddr == y->k.saddr && x->k.sport == y->k.sport && x->k.proto == y->k.proto &&
+	       x->v.rule == y->v.rule;
+}
+
+static __u64 coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* bpf_ktime_get_coarse_ns's clock */
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+#define CNOTE(count, ...) do { if ((count)++ < MAX_NOTES) note(__VA_ARGS__); } while (0)
+
+/*
+ * The tables after the run, with no packet in flight:
+ *  1. every outbound half has its inbound half, which points back, and no
+ *     inbound half is alone;
+ *  2. a live session's binding exists and names its inside endpoint, rule
+ *     and generation;
+ *  3. no two live sessions of different inside endpoints share an outside
+ *     address:port:proto;
+ *  4. all live sessions of an inside endpoint use one outside port, the one
+ *     its mapping (xdpr_nat_eim) names (REQ-1);
+ *  5. every mapping names a binding that names the same inside endpoint,
+ *     rule and generation;
+ *  6. a host's count is the number of its outbound halves;
+ *  7. a binding's reference count is the number of outbound halves holding
+ *     its generation, and no binding is left dying.
+ * "Live": idle (fresher half) within the UDP timeout at the end of the run.
+ */
+static bool c_tables_add_up(__u64 now)
+{
+	__u8 *keys;
+	size_t nct = map_keys(ct_fd, sizeof(struct xdpr_ct_key), &keys), nout = 0, nlive = 0;
+	struct out_half *o = calloc(nct + 1, sizeof(*o)), *s = calloc(nct + 1, sizeof(*s));
+	int lone_out = 0, bad_back = 0, lone_in = 0, bad_bind = 0, shared = 0, split = 0;
+	int bad_map = 0, bad_eim = 0, bad_host = 0, bad_refs = 0, dying = 0, no_host = 0;
+	__u64 tmo = (__u64)cfg_udp * 1000000000ULL;
+	size_t nb, ne, nh;
+	bool ok = true;
+
+	if (!o || !s)
+		die("out of memory");
+	for (size_t i = 0; i < nct; i++) {
+		struct xdpr_ct_key *k = (void *)(keys + i * sizeof(*k)), other;
+		struct xdpr_ct_val v, ov;
+		__u64 last;
+
+		if (bpf_map_lookup_elem(ct_fd, k, &v))
+			continue;
+		if (k->dir == XDPR_CT_IN) {
+			/* the outbound half of IN {rem, out, remp, outp} -> in */
+			other = (struct xdpr_ct_key){ .saddr = v.xaddr, .daddr = k->saddr,
+						       .sport = v.xport, .dport = k->sport,
+						       .proto = k->proto, .dir = XDPR_CT_OUT };
+			if (bpf_map_lookup_elem(ct_fd, &other, &ov))
+				CNOTE(lone_in, "inbound half %s:%u -> %s:%u alone (its outbound half "
+				      "%s:%u -> %s:%u is missing)", ipstr(k->saddr), ntohs(k->sport),
+				      ipstr(k->daddr), ntohs(k->dport), ipstr(v.xaddr),
+				      ntohs(v.xport), ipstr(k->saddr), ntohs(k->sport));
+			continue;
+		}
+		o[nout].k = *k;
+		o[nout].v = v;
+		last = v.last_seen;
+		other = (struct xdpr_ct_key){ .saddr = k->daddr, .daddr = v.xaddr, .sport = k->dport,
+					       .dport = v.xport, .proto = k->proto, .dir = XDPR_CT_IN };
+		if (bpf_map_lookup_elem(ct_fd, &other, &ov)) {
+			CNOTE(lone_out, "session %s:%u -> %s:%u (outside %s:%u): no inbound half",
+			      ipstr(k->saddr), ntohs(k->sport), ipstr(k->daddr), ntohs(k->dport),
+			      ipstr(v.xaddr), ntohs(v.xport));
+		} else {
+			if (ov.xaddr != k->saddr || ov.xport != k->sport || ov.bind_gen != v.bind_gen ||
+			    ov.rule != v.rule)
+				CNOTE(bad_back, "session %s:%u -> %s:%u: inbound half points to %s:%u "
+				      "gen %llu rule %u, outbound half holds gen %llu rule %u",
+				      ipstr(k->saddr), ntohs(k->sport), ipstr(k->daddr),
+				      ntohs(k->dport), ipstr(ov.xaddr), ntohs(ov.xport),
+				      (unsigned long long)ov.bind_gen, ov.rule,
+				      (unsigned long long)v.bind_gen, v.rule);
+			if (ov.last_seen > last)
+				last = ov.last_seen;
+		}
+		o[nout].live = now <= last || now - last <= tmo;
+		nlive += o[nout].live;
+		nout++;
+	}
+	free(keys);
+
+	/* 2: live sessions and their bindings */
+	for (size_t i = 0; i < nout; i++) {
+		struct xdpr_bind_key bk = { .out_addr = o[i].v.xaddr, .out_port = o[i].v.xport,
+					    .proto = o[i].k.proto };
+		struct xdpr_bind b;
+
+		if (!o[i].live)
+			continue;
+		if (bpf_map_lookup_elem(bind_fd, &bk, &b))
+			CNOTE(bad_bind, "live session %s:%u -> %s:%u on %s:%u: no binding",
+			      ipstr(o[i].k.saddr), ntohs(o[i].k.sport), ipstr(o[i].k.daddr),
+			      ntohs(o[i].k.dport), ipstr(bk.out_addr), ntohs(bk.out_port));
+		else if (b.in_addr != o[i].k.saddr || b.in_port != o[i].k.sport ||
+			 b.rule != o[i].v.rule || bind_gen(&b) != o[i].v.bind_gen)
+			CNOTE(bad_bind, "live session %s:%u -> %s:%u (gen %llu) on %s:%u, whose "
+			      "binding names %s:%u rule %u gen %llu", ipstr(o[i].k.saddr),
+			      ntohs(o[i].k.sport), ipstr(o[i].k.daddr), ntohs(o[i].k.dport),
+			      (unsigned long long)o[i].v.bind_gen, ipstr(bk.out_addr),
+			      ntohs(bk.out_port), ipstr(b.in_addr), ntohs(b.in_port), b.rule,
+			      (unsigned long long)bind_gen(&b));
+	}
+
+	/* 3: an outside port, one inside endpoint (among live sessions) */
+	nlive = 0;
+	for (size_t i = 0; i < nout; i++)
+		if (o[i].live)
+			s[nlive++] = o[i];
+	qsort(s, nlive, sizeof(*s), cmp_by_port);
+	for (size_t i = 1; i < nlive; i++)
+		if (same_port(&s[i - 1], &s[i]) &&
+		    (s[i - 1].k.saddr != s[i].k.saddr || s[i - 1].k.sport != s[i].k.sport))
+			CNOTE(shared, "outside %s:%u used by live sessions of %s:%u and %s:%u",
+			      ipstr(s[i].v.xaddr), ntohs(s[i].v.xport), ipstr(s[i - 1].k.saddr),
+			      ntohs(s[i - 1].k.sport), ipstr(s[i].k.saddr), ntohs(s[i].k.sport));
+
+	/* 4: an inside endpoint, one outside port, the one its mapping names */
+	qsort(s, nlive, sizeof(*s), cmp_by_endpoint);
+	for (size_t i = 0; i < nlive; i++) {
+		struct xdpr_eim_key ek = { .in_addr = s[i].k.saddr, .in_port = s[i].k.sport,
+					   .proto = s[i].k.proto, .rule = s[i].v.rule };
+		struct xdpr_eim_val e;
+
+		if (i && same_endpoint(&s[i - 1], &s[i]) && !same_port(&s[i - 1], &s[i]))
+			CNOTE(split, "inside %s:%u has live sessions on outside ports %u and %u",
+			      ipstr(s[i].k.saddr), ntohs(s[i].k.sport), ntohs(s[i - 1].v.xport),
+			      ntohs(s[i].v.xport));
+		if (i && same_endpoint(&s[i - 1], &s[i]) && same_port(&s[i - 1], &s[i]))
+			continue;
+		if (bpf_map_lookup_elem(eim_fd, &ek, &e))
+			CNOTE(bad_map, "inside %s:%u has live sessions on %s:%u but no mapping",
+			      ipstr(ek.in_addr), ntohs(ek.in_port), ipstr(s[i].v.xaddr),
+			      ntohs(s[i].v.xport));
+		else if (e.out_addr != s[i].v.xaddr || e.out_port != s[i].v.xport)
+			CNOTE(bad_map, "inside %s:%u has live sessions on %s:%u, its mapping says "
+			      "%s:%u", ipstr(ek.in_addr), ntohs(ek.in_port), ipstr(s[i].v.xaddr),
+			      ntohs(s[i].v.xport), ipstr(e.out_addr), ntohs(e.out_port));
+	}
+
+	/* 5: every mapping names a binding that names the same endpoint */
+	{
+		size_t n = map_keys(eim_fd, sizeof(struct xdpr_eim_key), &keys);
+
+		ne = n;
+		for (size_t i = 0; i < n; i++) {
+			struct xdpr_eim_key *ek = (void *)(keys + i * sizeof(*ek));
+			struct xdpr_eim_val e;
+			struct xdpr_bind_key bk;
+			struct xdpr_bind b;
+
+			if (bpf_map_lookup_elem(eim_fd, ek, &e))
+				continue;
+			bk = (struct xdpr_bind_key){ .out_addr = e.out_addr, .out_port = e.out_port,
+						     .proto = ek->proto };
+			if (bpf_map_lookup_elem(bind_fd, &bk, &b))
+				CNOTE(bad_eim, "mapping %s:%u -> %s:%u gen %llu: no such binding",
+				      ipstr(ek->in_addr), ntohs(ek->in_port), ipstr(e.out_addr),
+				      ntohs(e.out_port), (unsigned long long)e.gen);
+			else if (b.in_addr != ek->in_addr || b.in_port != ek->in_port ||
+				 b.rule != ek->rule || bind_gen(&b) != e.gen)
+				CNOTE(bad_eim, "mapping %s:%u -> %s:%u gen %llu: the binding names "
+				      "%s:%u rule %u gen %llu", ipstr(ek->in_addr), ntohs(ek->in_port),
+				      ipstr(e.out_addr), ntohs(e.out_port), (unsigned long long)e.gen,
+				      ipstr(b.in_addr), ntohs(b.in_port), b.rule,
+				      (unsigned long long)bind_gen(&b));
+		}
+		free(keys);
+	}
+
+	/* 6: host counts (outbound halves sorted by endpoint: grouped by host) */
+	memcpy(s, o, nout * sizeof(*s));
+	qsort(s, nout, sizeof(*s), cmp_by_endpoint);
+	nh = map_keys(hosts_fd, sizeof(__be32), &keys);
+	for (size_t i = 0; i < nh; i++) {
+		__be32 a = *(__be32 *)(keys + i * sizeof(a));
+		struct xdpr_host h;
+		__u32 n = 0;
+
+		if (bpf_map_lookup_elem(hosts_fd, &a, &h))
+			continue;
+		for (size_t j = 0; j < nout; j++)
+			n += s[j].k.saddr == a;
+		if (host_refs(&h) != n)
+			CNOTE(bad_host, "host %s: count %u, %u outbound halves", ipstr(a),
+			      host_refs(&h), n);
+	}
+	for (size_t j = 0; j < nout; j++) {
+		struct xdpr_host h;
+
+		if ((!j || s[j - 1].k.saddr != s[j].k.saddr) &&
+		    bpf_map_lookup_elem(hosts_fd, &s[j].k.saddr, &h))
+			CNOTE(no_host, "host %s has sessions but no xdpr_nat_hosts entry",
+			      ipstr(s[j].k.saddr));
+	}
+	free(keys);
+
+	/* 7: binding reference counts (outbound halves sorted by outside port) */
+	qsort(s, nout, sizeof(*s), cmp_by_port);
+	nb = map_keys(bind_fd, sizeof(struct xdpr_bind_key), &keys);
+	for (size_t i = 0; i < nb; i++) {
+		struct xdpr_bind_key *bk = (void *)(keys + i * sizeof(*bk));
+		struct xdpr_bind b;
+		__u32 n = 0, all = 0;
+
+		if (bpf_map_lookup_elem(bind_fd, bk, &b))
+			continue;
+		for (size_t j = 0; j < nout; j++)
+			if (s[j].v.xaddr == bk->out_addr && s[j].v.xport == bk->out_port &&
+			    s[j].k.proto == bk->proto) {
+				all++;
+				n += s[j].v.bind_gen == bind_gen(&b);
+			}
+		if (bind_dying(&b))
+			CNOTE(dying, "binding %s:%u (%s:%u) left dying after the run",
+			      ipstr(bk->out_addr), ntohs(bk->out_port), ipstr(b.in_addr),
+			      ntohs(b.in_port));
+		if (bind_refs(&b) != n)
+			CNOTE(bad_refs, "binding %s:%u of %s:%u gen %llu: %u references, %u "
+			      "sessions hold that generation (%u on the port)", ipstr(bk->out_addr),
+			      ntohs(bk->out_port), ipstr(b.in_addr), ntohs(b.in_port),
+			      (unsigned long long)bind_gen(&b), bind_refs(&b), n, all);
+	}
+	free(keys);
+
+	note("tables after the run: %zu ct entries, %zu sessions (%zu live), %zu bindings, %zu "
+	     "mappings, %zu hosts", nct, nout, nlive, nb, ne, nh);
+#define C_CHECK(n, what) do { if (n) { note("FAIL %s: %d", what, n); ok = false; } } while (0)
+	C_CHECK(lone_out, "sessions without their inbound half");
+	C_CHECK(bad_back, "inbound halves not pointing back to their outbound half");
+	C_CHECK(lone_in, "inbound halves alone");
+	C_CHECK(bad_bind, "live sessions whose binding is gone or names another endpoint/gen");
+	C_CHECK(shared, "outside ports shared by live sessions of different inside endpoints");
+	C_CHECK(split, "inside endpoints with live sessions on two outside ports");
+	C_CHECK(bad_map, "inside endpoints whose mapping is missing or names another port");
+	C_CHECK(bad_eim, "mappings whose binding is gone or names another endpoint/gen");
+	C_CHECK(bad_host, "hosts whose count differs from their sessions");
+	C_CHECK(no_host, "hosts with sessions and no host entry");
+	C_CHECK(bad_refs, "bindings whose reference count differs from their sessions");
+	C_CHECK(dying, "bindings left dying");
+#undef C_CHECK
+	free(o);
+	free(s);
+	return ok;
+}
+
+static bool t_churn(void)
+{
+	struct c_thread *t = calloc(2, sizeof(*t));
+	struct worker w[2];
+	struct snap s0, s1;
+	__u64 allowed = 1ULL << XDPR_FWD | 1ULL << XDPR_DROP_NAT_NO_PORT;
+	bool ok = true;
+	char buf[512];
+	__u64 now;
+
+	if (!t)
+		die("out of memory");
+	t[0].rem = ip(REM);
+	t[1].rem = ip(REM3);
+	for (int c = 0; c < 2; c++)
+		for (int i = 0; i < C_LL; i++)
+			frame_in(&t[c].ll_in[i], ip_n("10.0.1.0", 6), 20000 + 100 * c + i, t[c].rem);
+	fresh(1, 1, XDPR_DEF_HOST_LIMIT, C_PMIN, C_PMAX);
+	snap_take(&s0);
+	c_t0 = mono();
+	run_pair(w, c_job, &t[0], &t[1]);
+	now = coarse_ns();
+	snap_take(&s1);
+	ok &= pair_ok(w, "churn");
+	ok &= both_cpus(&s0, &s1);
+	for (int c = 0; c < 2; c++)
+		note("CPU %d: %ld runs: %ld redirected, %ld dropped, %ld other; long-lived flows: "
+		     "%ld port changes, %ld not redirected; gc %ld runs, %ld sessions, %ld bindings",
+		     c, w[c].runs, t[c].fwd, t[c].drop, t[c].other, t[c].ll_moved, t[c].ll_not_fwd,
+		     t[c].gc_runs, t[c].gc_deleted, t[c].gc_freed);
+	note("rule 1: sessions_new +%llu, sessions_expired +%llu, port_reused +%llu, no_port "
+	     "+%llu, port_preserved +%llu",
+	     (unsigned long long)edelta(&s0, &s1, XDPR_NE_SESS_NEW),
+	     (unsigned long long)edelta(&s0, &s1, XDPR_NE_SESS_EXPIRED),
+	     (unsigned long long)edelta(&s0, &s1, XDPR_NE_PORT_REUSED),
+	     (unsigned long long)edelta(&s0, &s1, XDPR_NE_NO_PORT),
+	     (unsigned long long)edelta(&s0, &s1, XDPR_NE_PORT_PRESERVED));
+	for (int c = 0; c < 2; c++) {
+		if (t[c].other) {
+			note("FAIL CPU %d: %ld verdicts neither redirect nor drop", c, t[c].other);
+			ok = false;
+		}
+		if (t[c].ll_moved || t[c].ll_not_fwd) {
+			note("FAIL CPU %d: long-lived flows changed port %ld times, %ld not redirected",
+			     c, t[c].ll_moved, t[c].ll_not_fwd);
+			ok = false;
+		}
+	}
+	if (!only_reasons(&s0, &s1, allowed, buf, sizeof(buf))) {
+		note("FAIL reasons other than fwd and drop_nat_no_port moved: %s", buf);
+		ok = false;
+	}
+	/* the run must have recycled ports, or it tested nothing */
+	if (edelta(&s0, &s1, XDPR_NE_PORT_REUSED) + t[0].gc_freed + t[1].gc_freed == 0 ||
+	    !t[0].fwd || !t[1].fwd) {
+		note("FAIL no port was recycled (port_reused + bindings freed by gc = 0) or a CPU "
+		     "forwarded nothing");
+		ok = false;
+	}
+	ok &= c_tables_add_up(now);
+	free(t);
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -937,6 +1425,8 @@ static const struct {
 	  t_eim_two_cpus },
 	{ "two CPUs: one 5-tuple at once gives one session, same translation, no drop",
 	  t_tuple_two_cpus },
+	{ "two CPUs: churn with udp 1 s, holddown 1 s, 256 ports and gc: ownership and "
+	  "reference counts add up", t_churn },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
@@ -959,6 +1449,7 @@ int main(void)
 	if (!skel)
 		die("cannot load the XDP program: %s", strerror(errno));
 	prog_fd = prog_by_name(XDPR_PROG_NAME);
+	gc_fd = prog_by_name(XDPR_PROG_GC);
 	stats_fd = map_fd(XDPR_MAP_STATS, 4, sizeof(struct xdpr_slot));
 	ifaces_fd = map_fd(XDPR_MAP_IFACES, 4, sizeof(struct xdpr_iface));
 	cfg_fd = map_fd(XDPR_MAP_CFG, 4, sizeof(struct xdpr_cfg));
