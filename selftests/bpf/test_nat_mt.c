@@ -16,7 +16,9 @@
  *      drop, no eviction;
  *   c. churn for a few seconds with compressed timeouts, a small port range
  *      and xdpr_nat_gc running, then every table dumped: ownership and
- *      reference counts must add up.
+ *      reference counts must add up;
+ *   d. the host limit recovers once a host's sessions expired, and a flush
+ *      leaves no host entries.
  * Rounds of a and b start from empty NAT tables.  A thread that did not
  * start, did not run on its CPU, or saw a BPF_PROG_TEST_RUN error fails the
  * case, and each concurrent case checks in the per-CPU counters that both
@@ -1417,6 +1419,145 @@ static bool t_churn(void)
 	return ok;
 }
 
+/* ---- d. host limit and host entries ---- */
+
+static bool run1(const struct frame *in, struct frame *out, __u32 *verdict)
+{
+	int err = run_frame(prog_fd, r0_if, in, out, verdict);
+
+	if (err)
+		note("BPF_PROG_TEST_RUN: %s", strerror(-err));
+	return !err;
+}
+
+/* Sessions (outbound halves) of an inside address. */
+static int out_halves_of(__be32 a)
+{
+	__u8 *keys;
+	size_t n = map_keys(ct_fd, sizeof(struct xdpr_ct_key), &keys);
+	int c = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct xdpr_ct_key *k = (void *)(keys + i * sizeof(*k));
+
+		c += k->dir == XDPR_CT_OUT && k->saddr == a;
+	}
+	free(keys);
+	return c;
+}
+
+static int host_count(__be32 a)
+{
+	struct xdpr_host h;
+
+	return bpf_map_lookup_elem(hosts_fd, &a, &h) ? -1 : (int)host_refs(&h);
+}
+
+#define D_LIMIT 8
+
+static bool t_host_limit_recovers(void)
+{
+	struct frame in, out, want;
+	struct snap s0, s1;
+	__be32 a = ip(IN2);
+	bool ok = true;
+	__u32 v;
+	char buf[256];
+	int fwd = 0;
+
+	fresh(1, XDPR_DEF_HOLDDOWN, D_LIMIT, 1024, 65535);
+	for (int i = 0; i < D_LIMIT; i++) {
+		frame_in(&in, a, 7000 + i, ip(REM));
+		if (!run1(&in, &out, &v))
+			return false;
+		fwd += v == XDP_REDIRECT;
+	}
+	if (fwd != D_LIMIT || host_count(a) != D_LIMIT) {
+		note("setup: %d of %d flows forwarded, host count %d", fwd, D_LIMIT, host_count(a));
+		return false;
+	}
+	sleep(2); /* the 8 sessions expire (udp timeout 1 s); nothing sweeps them */
+	frame_in(&in, a, 7000 + D_LIMIT, ip(REM));
+	snap_take(&s0);
+	if (!run1(&in, &out, &v))
+		return false;
+	snap_take(&s1);
+	frame_out(&want, out_sport(&out), ip(REM), rem_mac);
+	note("host 10.0.1.2 at its limit of %d with every session expired 1 s ago: new flow "
+	     "%s, reasons %s; host count now %d, %d sessions", D_LIMIT,
+	     v == XDP_REDIRECT ? "redirected" : v == XDP_DROP ? "DROPPED" : "not redirected",
+	     (only_reasons(&s0, &s1, 0, buf, sizeof(buf)), buf), host_count(a),
+	     out_halves_of(a));
+	if (v != XDP_REDIRECT || rdelta(&s0, &s1, XDPR_FWD) != 1 ||
+	    !only_reasons(&s0, &s1, 1ULL << XDPR_FWD, buf, sizeof(buf))) {
+		note("FAIL the new flow was not forwarded: drop_nat_host_limit +%llu, "
+		     "host_limit event +%llu",
+		     (unsigned long long)rdelta(&s0, &s1, XDPR_DROP_NAT_HOST_LIMIT),
+		     (unsigned long long)edelta(&s0, &s1, XDPR_NE_HOST_LIMIT));
+		ok = false;
+	} else if (want.len != out.len || memcmp(want.b, out.b, want.len) ||
+		   out_sport(&out) == 0) {
+		note("FAIL the new flow left with wrong bytes (source port %u)", out_sport(&out));
+		ok = false;
+	}
+	if (ok && edelta(&s0, &s1, XDPR_NE_HOST_LIMIT)) {
+		note("FAIL forwarded, yet the host_limit event moved +%llu",
+		     (unsigned long long)edelta(&s0, &s1, XDPR_NE_HOST_LIMIT));
+		ok = false;
+	}
+	if (host_count(a) != out_halves_of(a)) {
+		note("FAIL host count %d, %d sessions of the host", host_count(a), out_halves_of(a));
+		ok = false;
+	}
+	cfg_write(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, XDPR_DEF_HOST_LIMIT);
+	return ok;
+}
+
+#define D_HOSTS 200
+
+static bool t_flush_frees_hosts(void)
+{
+	struct xdpr_gc_cmd res = {};
+	struct frame in, out;
+	size_t nh, nct;
+	int fwd = 0, err;
+	bool ok = true;
+	__u32 v;
+
+	fresh(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, XDPR_DEF_HOST_LIMIT, 1024, 65535);
+	for (int i = 0; i < D_HOSTS; i++) {
+		frame_in(&in, ip_n("10.0.1.0", 10 + i), 8000, ip(REM));
+		if (!run1(&in, &out, &v))
+			return false;
+		fwd += v == XDP_REDIRECT;
+	}
+	nh = map_count(hosts_fd, sizeof(__be32));
+	nct = map_count(ct_fd, sizeof(struct xdpr_ct_key));
+	if (fwd != D_HOSTS || nct != 2 * D_HOSTS) {
+		note("setup: %d of %d hosts' flows forwarded, %zu ct entries", fwd, D_HOSTS, nct);
+		return false;
+	}
+	err = run_gc(XDPR_GC_ALL, &res); /* what `xdpr nat flush` runs */
+	if (err) {
+		note("xdpr_nat_gc XDPR_GC_ALL: %s", strerror(-err));
+		return false;
+	}
+	note("%d hosts, one flow each: %zu host entries before the flush; gc: %u sessions "
+	     "deleted of %u seen, %u bindings freed; after: %zu host entries, %zu ct entries",
+	     D_HOSTS, nh, res.deleted, res.seen, res.binds_freed,
+	     map_count(hosts_fd, sizeof(__be32)), map_count(ct_fd, sizeof(struct xdpr_ct_key)));
+	if (res.deleted != D_HOSTS || map_count(ct_fd, sizeof(struct xdpr_ct_key))) {
+		note("FAIL the flush did not delete the %d sessions", D_HOSTS);
+		ok = false;
+	}
+	if (map_count(hosts_fd, sizeof(__be32))) {
+		note("FAIL %zu host entries left after the flush (want 0)",
+		     map_count(hosts_fd, sizeof(__be32)));
+		ok = false;
+	}
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -1427,6 +1568,9 @@ static const struct {
 	  t_tuple_two_cpus },
 	{ "two CPUs: churn with udp 1 s, holddown 1 s, 256 ports and gc: ownership and "
 	  "reference counts add up", t_churn },
+	{ "host limit 8: a host whose sessions expired unswept opens a new flow",
+	  t_host_limit_recovers },
+	{ "flush (gc all) after 200 hosts leaves no host entries", t_flush_frees_hosts },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
