@@ -59,7 +59,7 @@ static __always_inline int nat_event_reason(int ev)
 	case XDPR_NE_NO_PORT:    return XDPR_DROP_NAT_NO_PORT;
 	case XDPR_NE_HOST_LIMIT: return XDPR_DROP_NAT_HOST_LIMIT;
 	case XDPR_NE_TABLE_FULL: return XDPR_DROP_NAT_FULL;
-	case XDPR_NE_BUSY:       return XDPR_DROP_NAT_FULL;
+	case XDPR_NE_BUSY:       return XDPR_DROP_NAT_BUSY;
 	}
 	return XDPR_DROP_NAT_UNTRANSLATABLE;
 }

@@ -40,12 +40,12 @@
 #define BIND_STATE(gen, refs) (((__u64)(gen) << 32) | (refs))
 #define BIND_REFRESH NSEC          /* last_active is refreshed at most this often */
 #define ALLOC_PROBES 64            /* candidate ports a packet may look at */
-#define EIM_SPIN 512               /* lookups while another CPU publishes a mapping */
+#define EIM_SPIN 4096              /* lookups while another CPU publishes a mapping */
 
-/* Take a reference on generation gen.  1 if taken. */
+/* Take a reference on generation gen.  1 taken, 0 stale, -1 lost every race (busy). */
 static __always_inline int bind_get(struct xdpr_bind *b, __u32 gen)
 {
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 8; i++) {
 		__u64 s = READ_ONCE_U64(b->state);
 
 		if (XDPR_BIND_GEN(s) != gen || (s & XDPR_BIND_DYING))
@@ -53,13 +53,13 @@ static __always_inline int bind_get(struct xdpr_bind *b, __u32 gen)
 		if (__sync_val_compare_and_swap(&b->state, s, s + 1) == s)
 			return 1;
 	}
-	return 0;
+	return -1;
 }
 
 /* Give back a reference of generation gen; the last one starts the hold-down. */
 static __always_inline void bind_put(struct xdpr_bind *b, __u32 gen, __u64 now)
 {
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 8; i++) {
 		__u64 s = READ_ONCE_U64(b->state);
 
 		if (XDPR_BIND_GEN(s) != gen || XDPR_BIND_REFS(s) == 0)
@@ -126,6 +126,7 @@ static __always_inline int eim_get(struct nat_req *q, __u32 *stale_gen)
 	struct xdpr_bind *b;
 	__u32 gen;
 	__be16 port;
+	int got;
 
 	if (!e)
 		return EIM_MISS;
@@ -137,8 +138,11 @@ static __always_inline int eim_get(struct nat_req *q, __u32 *stale_gen)
 	if (e->out_addr != q->out_addr)
 		return EIM_STALE; /* masquerade address moved */
 	b = bind_lookup(q->out_addr, port, q->key.proto);
-	if (!b || b->in_addr != q->key.saddr || b->in_port != q->key.sport || !bind_get(b, gen))
+	if (!b || b->in_addr != q->key.saddr || b->in_port != q->key.sport)
 		return EIM_STALE;
+	got = bind_get(b, gen);
+	if (got <= 0)
+		return got < 0 ? EIM_CLAIMING : EIM_STALE; /* busy: try again, never take it over */
 	q->port = port;
 	q->gen = gen;
 	return EIM_HIT;

@@ -453,7 +453,7 @@ __noinline int nat_bind(struct xdp_md *ctx)
 		return XDPR_NE_BUSY;
 	q = &sc->q;
 
-	for (int tries = 0; tries < 2; tries++) {
+	for (int tries = 0; tries < 3; tries++) {
 		res = eim_get(q, &stale);
 		if (res == EIM_HIT)
 			return -1;

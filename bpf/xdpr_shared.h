@@ -87,6 +87,8 @@ enum xdpr_reason {
 	                            kernel's ICMP would quote the inside address */
 	XDPR_DROP_NAT_IN_NO_ROUTE, /* to an inside host with no route to it        */
 	XDPR_DROP_NAT_ICMP_LIMIT,  /* an ICMP error XDP would send, over its rate  */
+	XDPR_DROP_NAT_BUSY,      /* another CPU held the endpoint or session being
+	                            created for too long (bounded wait)           */
 
 	/* answered in XDP (XDP_TX): ICMP errors about packets to a NAT binding,
 	   quoting the packet as it arrived (outside addresses only) */

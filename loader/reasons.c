@@ -43,6 +43,7 @@ static const struct {
 	[XDPR_DROP_NAT_IN_NO_NEIGH]  = { "drop_nat_in_no_neigh", "NAT: reply for an inside host whose MAC is unknown" },
 	[XDPR_DROP_NAT_IN_NO_ROUTE]  = { "drop_nat_in_no_route", "NAT: reply for an inside host with no route" },
 	[XDPR_DROP_NAT_ICMP_LIMIT]   = { "drop_nat_icmp_limit", "NAT: ICMP error from XDP over its rate limit" },
+	[XDPR_DROP_NAT_BUSY]         = { "drop_nat_busy",    "NAT: another CPU held the mapping being created too long" },
 	[XDPR_TX_ICMP_FRAG]          = { "tx_icmp_frag",     "NAT: fragmentation needed sent back from XDP (PMTUD to an inside host)" },
 	[XDPR_TX_ICMP_TTL]           = { "tx_icmp_ttl",      "NAT: time exceeded sent back from XDP (packet to an inside host)" },
 };

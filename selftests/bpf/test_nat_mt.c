@@ -61,31 +61,25 @@
 
 /* ---- what the test reads from struct xdpr_bind and struct xdpr_host ---- */
 
-/*
- * Every read of a binding's ownership state goes through these helpers: the
- * datapath is moving generation, dying flag and reference count into one
- * 64-bit state word, and then only these lines change.
- */
-#define BIND_DYING_BIT 0x80000000u /* bpf/nat.h BIND_DYING: set in nsess while GC deletes */
-
+/* Every read of a binding's ownership word (xdpr_shared.h) goes through these helpers. */
 static __u64 bind_gen(const struct xdpr_bind *b)
 {
-	return b->gen;
+	return XDPR_BIND_GEN(b->state);
 }
 
 static __u32 bind_refs(const struct xdpr_bind *b)
 {
-	return b->nsess & ~BIND_DYING_BIT;
+	return XDPR_BIND_REFS(b->state);
 }
 
 static bool bind_dying(const struct xdpr_bind *b)
 {
-	return b->nsess & BIND_DYING_BIT;
+	return b->state & XDPR_BIND_DYING;
 }
 
 static __u32 host_refs(const struct xdpr_host *h)
 {
-	return h->nsess;
+	return h->nsess & ~XDPR_HOST_DYING;
 }
 
 /* ---- network namespace ---- */
