@@ -19,13 +19,18 @@
 
 #define NSEC 1000000000ULL
 
-static __always_inline void nat_count(__u32 rule, __u32 event)
+static __always_inline void nat_count_n(__u32 rule, __u32 event, __u32 n)
 {
 	__u32 key = rule * XDPR_NE_MAX + event;
 	__u64 *v = bpf_map_lookup_elem(&xdpr_nat_stats, &key);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void nat_count(__u32 rule, __u32 event)
+{
+	nat_count_n(rule, event, 1);
 }
 
 /* Idle timeout of a session in a state (enum xdpr_ct_state bits of both halves). */
@@ -102,7 +107,7 @@ struct nat_alloc_state {
 	int reclaimed;
 	int full;
 	int shadowed;
-	int pad;
+	int probes;                /* candidates looked at, preserved port included */
 };
 
 /*

@@ -305,6 +305,7 @@ static long alloc_cb(__u32 i, struct alloc_ctx *c)
 	if (!sc)
 		return 1;
 	a = &sc->a;
+	a->probes++;
 	/* probe 0: the inside port itself (port preservation) */
 	if (i == 0) {
 		if (a->ip < a->min || a->ip > a->max)
@@ -393,6 +394,7 @@ __noinline int nat_alloc(struct xdp_md *ctx)
 	if (a.full)
 		return XDPR_NE_TABLE_FULL;
 	if (!a.port) {
+		nat_count_n(q->rule_id, XDPR_NE_PROBES, a.probes);
 		cur->next = (a.start + ALLOC_PROBES - 1) % a.range;
 		cur->scanned += ALLOC_PROBES - 1;
 		if (cur->scanned >= a.range) {

@@ -487,7 +487,7 @@ static __always_inline int nat_create(struct xdp_md *ctx)
 		return XDPR_NE_TABLE_FULL;
 	q = &sc->q;
 	ev = host_get(q->key.saddr, q->cfg.host_limit);
-	if (ev == XDPR_NE_HOST_LIMIT && nat_pressure_sweep(q->now))
+	if ((ev == XDPR_NE_HOST_LIMIT || ev == XDPR_NE_TABLE_FULL) && nat_pressure_sweep(q->now))
 		ev = host_get(q->key.saddr, q->cfg.host_limit);
 	if (ev >= 0)
 		return ev;

@@ -296,6 +296,7 @@ enum xdpr_nat_event {
 	XDPR_NE_NO_ADDR,        /* masquerade: the interface has no IPv4 address */
 	XDPR_NE_SWEEPS,         /* whole-table sweeps run by the fast path under pressure */
 	XDPR_NE_BUSY,           /* another CPU held the endpoint or key too long: dropped */
+	XDPR_NE_PROBES,         /* ports looked at by searches that found none (<= 64 a packet) */
 	XDPR_NE_MAX
 };
 

@@ -81,6 +81,7 @@ static const char *const nat_events[XDPR_NE_MAX] = {
 	[XDPR_NE_NO_ADDR]        = "no_address",
 	[XDPR_NE_SWEEPS]         = "sweeps",
 	[XDPR_NE_BUSY]           = "busy",
+	[XDPR_NE_PROBES]         = "failed_probes",
 };
 
 const char *xdpr_nat_event_name(int e)

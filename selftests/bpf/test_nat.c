@@ -1475,7 +1475,13 @@ static bool t_exhaustion(void)
 			x = snat(k, OUTA, p, true);
 			fwd_frame(&w, "r1", &x);
 			ok &= check(what, r, XDPR_FWD, &w, EV(XOUT, NEW));
+		} else if (i == 4) {
+			/* one bounded search (64 probes, wrapping the range) finds nothing... */
+			ok &= check(what, r, XDPR_DROP_NAT_NO_PORT, NULL,
+				    EV([XDPR_NE_NO_PORT] = 1, [XDPR_NE_PROBES] = 64));
+			ok &= no_sess(what, IN2, REM, k.sport, 53, IPPROTO_UDP);
 		} else {
+			/* ... and the range, probed whole in vain, fails at once for a second */
 			ok &= check(what, r, XDPR_DROP_NAT_NO_PORT, NULL, EV([XDPR_NE_NO_PORT] = 1));
 			ok &= no_sess(what, IN2, REM, k.sport, 53, IPPROTO_UDP);
 		}
@@ -1823,7 +1829,7 @@ static bool t_holddown_reclaim(void)
 		     res.binds_freed);
 	in_frame(&f, "r0", &kb);
 	ok &= step("B within the hold-down (2 s)", "r0", &f, XDPR_DROP_NAT_NO_PORT, NULL,
-		   EV([XDPR_NE_NO_PORT] = 1));
+		   EV([XDPR_NE_NO_PORT] = 1, [XDPR_NE_PROBES] = 64));
 	sleep_ms(2300);
 	in_frame(&f, "r0", &kb);
 	x = snat(kb, OUTA, 20000, true);
@@ -1834,7 +1840,7 @@ static bool t_holddown_reclaim(void)
 							IPPROTO_UDP, XDPR_CT_SEEN_OUT, 1, 1 });
 	in_frame(&f, "r0", &ka);
 	ok &= step("A again: its port is B's now", "r0", &f, XDPR_DROP_NAT_NO_PORT, NULL,
-		   EV([XDPR_NE_NO_PORT] = 1));
+		   EV([XDPR_NE_NO_PORT] = 1, [XDPR_NE_PROBES] = 64));
 	cfg_defaults();
 	return ok;
 }
@@ -2009,7 +2015,7 @@ static const struct {
 	{ "leak: oversize without DF -> pass_frag_needed translated", t_leak_nodf },
 	{ "leak: no neighbour -> pass_no_neigh translated", t_leak_noneigh },
 	{ "leak: IPv4 options out -> pass_ip4_options translated", t_leak_options },
-	{ "port exhaustion: 4 ports, 6 flows -> 2 x drop_nat_no_port", t_exhaustion },
+	{ "port exhaustion: 4 ports, 6 flows -> 2 x drop_nat_no_port, the search bounded", t_exhaustion },
 	{ "host limit 2: third flow -> drop_nat_host_limit", t_host_limit },
 	{ "expiry: gc removes a timed-out session, binding held down, then freed", t_expiry },
 	{ "hairpin (EIF): inside B to A's outside endpoint and back", t_hairpin },
