@@ -101,13 +101,9 @@ int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu);
 int xdpr_probe_xdp_features(__u32 ifindex, __u64 *features);
 enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex);
 
-/* Internal to the library and its tests: run a helper program on the shared maps. */
-struct bpf_object;
-int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
-int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
+/* Internal to the library and its tests (the rest of the internals: core.h). */
 /* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */
 enum { XDPR_RT_DIR, XDPR_RT_REC, XDPR_RT_NH, XDPR_RT_MAPS };
-int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries);
 /* A route with its prefix as the library handles it (the maps hold it compacted). */
 struct xdpr_rtrec {
 	struct xdpr_route r;
@@ -126,8 +122,6 @@ int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, const struct xdpr_rten
 /* The inner maps of a slot holding these routes, filled: 0 or -errno with x->err. */
 int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n,
 		      const struct xdpr_rtent *local, size_t nlocal, int fd[XDPR_RT_MAPS]);
-void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-extern const char *const map_names[XM_MAX];
 
 /* ---- source NAT ---- */
 #define XDPR_MAX_CPUS 64  /* per-CPU detail kept for this many CPUs */

@@ -1,28 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * loader.c - attach, detach and find the xdpr fast path.
+ * loader.c - attach xdpr to interfaces and detach it.
  *
  * One program image, loaded once per interface, all instances sharing one
- * set of maps.  The maps are created here before the first program is
+ * set of maps.  The maps are created (core.c) before the first program is
  * loaded and handed to every later load with bpf_map__reuse_fd(), so an
  * interface is added or removed with map updates and one attach, never a
  * reload of the others.
  *
  * Order of operations (no window in which a frame is lost):
- *   attach: program on the device -> devmap entry -> xdpr_ifaces entry
- *   detach: xdpr_ifaces entry -> devmap entry -> program off the device
+ *   attach: xdpr_ifaces entry (not yet a transmit target) -> program on the
+ *           device -> devmap entry -> xdpr_ifaces entry with XDPR_IF_XMIT
+ *   detach: devmap entry -> program off the device -> xdpr_ifaces entry
  * A frame that meets a half-configured device goes to the kernel
- * (pass_no_iface or pass_egress_not_xdpr), never to a black hole.
+ * (pass_no_iface or pass_egress_not_xdpr), never to a black hole, and every
+ * frame the program sees on a device is counted on that device's slot.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,276 +30,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
-#include "libxdpr.h"
+#include "core.h"
 #include "xdpr.skel.h"
 
-#define XDPR_RUN_DIR "/run/xdpr"
 #define XDPR_PIN_ROOT "/sys/fs/bpf/xdpr"
-
-const char *const map_names[XM_MAX] = {
-	[XM_STATS] = XDPR_MAP_STATS,   [XM_IFACES] = XDPR_MAP_IFACES, [XM_TX] = XDPR_MAP_TX,
-	[XM_CFG] = XDPR_MAP_CFG,       [XM_RULES] = XDPR_MAP_RULES,   [XM_NSTATS] = XDPR_MAP_NSTATS,
-	[XM_CT] = XDPR_MAP_CT,         [XM_BIND] = XDPR_MAP_BIND,     [XM_EIM] = XDPR_MAP_EIM,
-	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
-	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RTDIR] = "xdpr_rtdir",  [XM_RTREC] = "xdpr_rtrec",
-	[XM_RTNH] = "xdpr_rtnh",
-	[XM_RTSTATS] = "xdpr_rt_stats",
-};
-
-void seterr(struct xdpr *x, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(x->err, sizeof(x->err), fmt, ap);
-	va_end(ap);
-}
-
-/*
- * libxdp and libbpf talk on stderr by default; keep their last warning
- * instead, and the reason libxdp gave before falling back to a plain attach.
- */
-static char lib_msg[256], lib_fallback[256];
-
-static int lib_print(enum libxdp_print_level level, const char *fmt, va_list ap)
-{
-	if (getenv("XDPR_DEBUG"))
-		return vfprintf(stderr, fmt, ap);
-	if (level == LIBXDP_WARN) {
-		size_t n;
-
-		vsnprintf(lib_msg, sizeof(lib_msg), fmt, ap);
-		n = strlen(lib_msg);
-		while (n && lib_msg[n - 1] == '\n')
-			lib_msg[--n] = 0;
-		if (!strncmp(lib_msg, "Falling back", 12))
-			return 0;
-		memcpy(lib_fallback, lib_msg, sizeof(lib_fallback));
-	}
-	return 0;
-}
-
-static int bpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return lib_print(level == LIBBPF_WARN ? LIBXDP_WARN : LIBXDP_DEBUG, fmt, ap);
-}
-
-static void quiet_libs(void)
-{
-	libxdp_set_print(lib_print);
-	libbpf_set_print(bpf_print);
-}
-
-static __u64 prog_since(int prog_fd)
-{
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info);
-	struct timespec boot, real;
-
-	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
-		return 0;
-	clock_gettime(CLOCK_BOOTTIME, &boot);
-	clock_gettime(CLOCK_REALTIME, &real);
-	/* load_time is nanoseconds since boot; subtract before rounding */
-	return (real.tv_sec * 1000000000ULL + real.tv_nsec - boot.tv_sec * 1000000000ULL -
-		boot.tv_nsec + info.load_time) / 1000000000ULL;
-}
-
-/* Adopt the maps of a running instance (first one found wins). */
-static int adopt_maps(struct xdpr *x, int prog_fd)
-{
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info), ids[32], i;
-
-	info.nr_map_ids = 32;
-	info.map_ids = (__u64)(unsigned long)ids;
-	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
-		return -errno;
-	for (i = 0; i < info.nr_map_ids && i < 32; i++) {
-		struct bpf_map_info mi = {};
-		__u32 mlen = sizeof(mi);
-		int fd = bpf_map_get_fd_by_id(ids[i]), *slot = NULL;
-
-		if (fd < 0)
-			return -errno;
-		if (bpf_obj_get_info_by_fd(fd, &mi, &mlen)) {
-			close(fd);
-			return -errno;
-		}
-		for (int m = 0; m < XM_MAX; m++)
-			if (!strcmp(mi.name, map_names[m]))
-				slot = &x->fd[m];
-		if (slot && *slot < 0)
-			*slot = fd;
-		else
-			close(fd);
-	}
-	return 0;
-}
-
-/* Our program on this interface, directly or inside a dispatcher. */
-static struct xdp_program *find_ours(struct xdp_multiprog *mp)
-{
-	struct xdp_program *p = xdp_multiprog__main_prog(mp);
-
-	if (xdp_multiprog__is_legacy(mp))
-		return p && !strcmp(xdp_program__name(p), XDPR_PROG_NAME) ? p : NULL;
-	for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
-		if (!strcmp(xdp_program__name(p), XDPR_PROG_NAME))
-			return p;
-	return NULL;
-}
-
-static struct xdp_multiprog *get_multiprog(int ifindex)
-{
-	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
-
-	if (libxdp_get_error(mp))
-		return NULL;
-	return mp;
-}
-
-static int netns_ino(unsigned long *ino)
-{
-	struct stat st;
-
-	if (stat("/proc/self/ns/net", &st))
-		return -errno;
-	*ino = st.st_ino;
-	return 0;
-}
-
-static int lock_netns(struct xdpr *x)
-{
-	unsigned long ino = 0;
-	char path[64];
-	int fd, err;
-
-	/* One lock per network namespace: its inode names it uniquely while it lives. */
-	err = netns_ino(&ino);
-	if (err) {
-		seterr(x, "cannot identify the network namespace: %s", strerror(-err));
-		return err;
-	}
-	if (mkdir(XDPR_RUN_DIR, 0700) && errno != EEXIST) {
-		seterr(x, "cannot create %s: %s", XDPR_RUN_DIR, strerror(errno));
-		return -errno;
-	}
-	snprintf(path, sizeof(path), XDPR_RUN_DIR "/netns-%lu.lock", ino);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX)) {
-		err = -errno;
-		if (fd >= 0)
-			close(fd);
-		seterr(x, "cannot lock %s: %s", path, strerror(-err));
-		return err;
-	}
-	x->lock_fd = fd;
-	return 0;
-}
-
-int xdpr_open(struct xdpr *x, unsigned int flags)
-{
-	struct if_nameindex *ifs, *it;
-	int err;
-
-	memset(x, 0, sizeof(*x));
-	for (int m = 0; m < XM_MAX; m++)
-		x->fd[m] = -1;
-	x->lock_fd = -1;
-	quiet_libs();
-	if (flags & XDPR_O_LOCK) {
-		err = lock_netns(x);
-		if (err)
-			return err;
-	}
-
-	ifs = if_nameindex();
-	if (!ifs) {
-		err = -errno;
-		seterr(x, "cannot list interfaces: %s", strerror(-err));
-		return err;
-	}
-	for (it = ifs; it->if_index && x->nlinks < XDPR_MAX_IFACES; it++) {
-		struct xdp_multiprog *mp = get_multiprog(it->if_index);
-		struct xdp_program *p;
-		struct xdpr_link *l;
-
-		if (!mp)
-			continue;
-		p = find_ours(mp);
-		if (p) {
-			l = &x->links[x->nlinks++];
-			snprintf(l->name, sizeof(l->name), "%s", it->if_name);
-			l->ifindex = it->if_index;
-			l->mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB ? XDPR_MODE_SKB
-										 : XDPR_MODE_NATIVE;
-			l->prog_id = xdp_program__id(p);
-			l->since = prog_since(xdp_program__fd(p));
-			l->dispatcher = !xdp_multiprog__is_legacy(mp);
-			err = adopt_maps(x, xdp_program__fd(p));
-			if (err) {
-				xdp_multiprog__close(mp);
-				if_freenameindex(ifs);
-				seterr(x, "cannot read the maps of program %u on \"%s\": %s",
-				       l->prog_id, l->name, strerror(-err));
-				return err;
-			}
-		}
-		xdp_multiprog__close(mp);
-	}
-	if_freenameindex(ifs);
-
-	for (int i = 0; i < x->nlinks && x->fd[XM_IFACES] >= 0; i++)
-		x->links[i].has_cfg = !bpf_map_lookup_elem(x->fd[XM_IFACES], &x->links[i].ifindex,
-							   &x->links[i].cfg);
-	for (int m = 0; m < XM_MAX && x->nlinks; m++)
-		if (x->fd[m] < 0) {
-			/* xdpr_detach() still works on such a router: it needs no map */
-			seterr(x, "map %s not found: the attached program is of another xdpr version "
-				  "(detach it with \"xdpr link detach all\")", map_names[m]);
-			return -ESTALE;
-		}
-	if (!x->nlinks) {
-		seterr(x, "xdpr is not attached to any interface in this network namespace");
-		return -ENOENT;
-	}
-	return 0;
-}
-
-void xdpr_close(struct xdpr *x)
-{
-	for (int m = 0; m < XM_MAX; m++) {
-		if (x->fd[m] >= 0)
-			close(x->fd[m]);
-		x->fd[m] = -1;
-	}
-	if (x->lock_fd >= 0)
-		close(x->lock_fd);
-	x->lock_fd = -1;
-}
-
-const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name)
-{
-	for (int i = 0; i < x->nlinks; i++)
-		if (!strcmp(x->links[i].name, name))
-			return &x->links[i];
-	return NULL;
-}
-
-int xdpr_ncpus(void)
-{
-	return libbpf_num_possible_cpus();
-}
-
-int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu)
-{
-	if (bpf_map_lookup_elem(x->fd[XM_STATS], &slot, percpu)) {
-		seterr(x, "cannot read counters: %s", strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
 
 static int zero_slot(struct xdpr *x, __u32 slot)
 {
@@ -314,206 +46,6 @@ static int zero_slot(struct xdpr *x, __u32 slot)
 	if (bpf_map_update_elem(x->fd[XM_STATS], &slot, zero, BPF_ANY))
 		err = -errno;
 	free(zero);
-	return err;
-}
-
-static int map_index(const char *name)
-{
-	for (int m = 0; m < XM_MAX; m++)
-		if (!strcmp(name, map_names[m]))
-			return m;
-	return -1;
-}
-
-/* Shape of the route table inner maps (from the skeleton), for building new ones. */
-struct map_proto {
-	enum bpf_map_type type;
-	__u32 key, value, max, flags;
-};
-static struct map_proto rt_proto[XDPR_RT_MAPS];
-
-static void set_proto(struct map_proto *p, const struct bpf_map *in)
-{
-	*p = (struct map_proto){ bpf_map__type(in), bpf_map__key_size(in), bpf_map__value_size(in),
-				 bpf_map__max_entries(in), bpf_map__map_flags(in) };
-}
-
-/* A map of that shape with that many entries (0: the definition's); fd or -errno. */
-static int proto_create(const struct map_proto *p, __u32 entries)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = p->flags);
-	int fd = bpf_map_create(p->type, "xdpr_rt_inner", p->key, p->value, entries ? entries : p->max, &o);
-
-	return fd < 0 ? -errno : fd;
-}
-
-/* A map like an inner map definition. */
-static int create_like(struct bpf_map *m)
-{
-	struct map_proto p;
-
-	set_proto(&p, m);
-	return proto_create(&p, 0);
-}
-
-/* The route table inner map definitions of an opened (not loaded) skeleton. */
-static void set_rt_protos(struct xdpr_bpf *skel)
-{
-	set_proto(&rt_proto[XDPR_RT_DIR], bpf_map__inner_map(skel->maps.xdpr_rtdir));
-	set_proto(&rt_proto[XDPR_RT_REC], bpf_map__inner_map(skel->maps.xdpr_rtrec));
-	set_proto(&rt_proto[XDPR_RT_NH], bpf_map__inner_map(skel->maps.xdpr_rtnh));
-}
-
-/*
- * A new inner map for a route table slot: XDPR_RT_DIR (index blocks),
- * XDPR_RT_REC (records) or XDPR_RT_NH (next hops) with that many entries;
- * 0 entries: the definition's (an empty table).
- */
-int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries)
-{
-	struct map_proto *p = &rt_proto[which];
-	int fd;
-
-	if (!p->key) {
-		struct xdpr_bpf *skel = xdpr_bpf__open();
-
-		if (!skel) {
-			seterr(x, "cannot open the BPF object: %s", strerror(errno));
-			return -errno;
-		}
-		set_rt_protos(skel);
-		xdpr_bpf__destroy(skel);
-	}
-	fd = proto_create(p, entries);
-	if (fd < 0)
-		seterr(x, "cannot create a route table of %u entries: %s", entries ? entries : p->max,
-		       strerror(-fd));
-	return fd;
-}
-
-/* Create the shared maps from the skeleton's own definitions. */
-static int create_maps(struct xdpr *x)
-{
-	struct xdpr_bpf *skel = xdpr_bpf__open();
-	struct bpf_map *m;
-	int err = 0;
-
-	if (!skel) {
-		seterr(x, "cannot open the BPF object: %s", strerror(errno));
-		return -errno;
-	}
-	bpf_object__for_each_map(m, skel->obj) {
-		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));
-		struct bpf_map *inner = bpf_map__inner_map(m);
-		int i = map_index(bpf_map__name(m)), fd, tfd = -1;
-
-		if (i < 0)
-			continue; /* per-instance (internal) map */
-		if (inner) {
-			tfd = create_like(inner);
-			if (tfd < 0) {
-				err = tfd;
-				seterr(x, "cannot create the inner map of %s: %s", bpf_map__name(m),
-				       strerror(-err));
-				break;
-			}
-			o.inner_map_fd = tfd;
-		}
-		fd = bpf_map_create(bpf_map__type(m), bpf_map__name(m), bpf_map__key_size(m),
-				    bpf_map__value_size(m), bpf_map__max_entries(m), &o);
-		if (fd < 0) {
-			err = -errno;
-			seterr(x, "cannot create map %s: %s", bpf_map__name(m), strerror(-err));
-			if (tfd >= 0)
-				close(tfd);
-			break;
-		}
-		x->fd[i] = fd;
-		/* every slot of an array of maps holds a (so far empty) map from the start */
-		for (__u32 k = 0; inner && !err && k < bpf_map__max_entries(m); k++) {
-			int ifd = create_like(inner);
-
-			if (ifd < 0 || bpf_map_update_elem(fd, &k, &ifd, BPF_ANY))
-				err = ifd < 0 ? ifd : -errno;
-			if (ifd >= 0)
-				close(ifd);
-		}
-		if (tfd >= 0)
-			close(tfd);
-		if (err) {
-			seterr(x, "cannot fill map %s: %s", bpf_map__name(m), strerror(-err));
-			break;
-		}
-	}
-	if (!err)
-		set_rt_protos(skel);
-	xdpr_bpf__destroy(skel);
-	return err;
-}
-
-/* Hand the shared maps to a freshly opened instance. */
-int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj)
-{
-	struct bpf_map *m;
-	int err;
-
-	bpf_object__for_each_map(m, obj) {
-		int i = map_index(bpf_map__name(m));
-
-		if (i < 0)
-			continue;
-		err = bpf_map__reuse_fd(m, x->fd[i]);
-		if (err) {
-			seterr(x, "cannot share map %s: %s", bpf_map__name(m), strerror(-err));
-			return err;
-		}
-	}
-	return 0;
-}
-
-/*
- * Run one of the object's helper programs (never attached) on the shared
- * maps with BPF_PROG_TEST_RUN; data is its input and output.
- */
-int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex)
-{
-	struct xdpr_bpf *skel = xdpr_bpf__open();
-	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = ifindex };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = data, .data_size_in = len, .data_out = data,
-		    .data_size_out = len, .repeat = 1);
-	struct bpf_program *p, *run = NULL;
-	int err;
-
-	if (!skel) {
-		seterr(x, "cannot open the BPF object: %s", strerror(errno));
-		return -errno;
-	}
-	if (ifindex) {
-		o.ctx_in = &ctx;
-		o.ctx_size_in = sizeof(ctx);
-	}
-	bpf_object__for_each_program(p, skel->obj) {
-		bool me = !strcmp(bpf_program__name(p), name);
-
-		bpf_program__set_autoload(p, me);
-		if (me)
-			run = p;
-	}
-	err = run ? xdpr_reuse_maps(x, skel->obj) : -ENOENT;
-	if (!err) {
-		err = xdpr_bpf__load(skel);
-		if (err)
-			seterr(x, "cannot load %s: %s%s%s", name, strerror(-err), lib_msg[0] ? ": " : "",
-			       lib_msg);
-	}
-	if (!err) {
-		err = bpf_prog_test_run_opts(bpf_program__fd(run), &o);
-		if (err) {
-			err = -errno;
-			seterr(x, "cannot run %s: %s", name, strerror(-err));
-		}
-	}
-	xdpr_bpf__destroy(skel);
 	return err;
 }
 
@@ -585,8 +117,8 @@ static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
 	if (x->fd[XM_TX] >= 0)
 		bpf_map_delete_elem(x->fd[XM_TX], &ifindex);
 
-	mp = get_multiprog(ifindex);
-	p = mp ? find_ours(mp) : NULL;
+	mp = xdpr_get_multiprog(ifindex);
+	p = mp ? xdpr_find_ours(mp) : NULL;
 	if (!p) {
 		xdp_multiprog__close(mp);
 		if (x->fd[XM_IFACES] >= 0) /* no program left to count on it */
@@ -619,7 +151,7 @@ static void sync_pins(struct xdpr *x, bool present)
 	unsigned long ino = 0;
 	struct statfs fs;
 
-	if (statfs("/sys/fs/bpf", &fs) || fs.f_type != BPF_FS_MAGIC || netns_ino(&ino))
+	if (statfs("/sys/fs/bpf", &fs) || fs.f_type != BPF_FS_MAGIC || xdpr_netns_ino(&ino))
 		return;
 	snprintf(dir, sizeof(dir), XDPR_PIN_ROOT "/netns-%lu", ino);
 	for (size_t i = 0; i < sizeof(pinned) / sizeof(pinned[0]); i++) {
@@ -680,7 +212,7 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 		goto out;
 	}
 	if (pd->foreign) {
-		mp = get_multiprog(pd->ifindex);
+		mp = xdpr_get_multiprog(pd->ifindex);
 		err = mp ? xdp_multiprog__detach(mp) : 0;
 		xdp_multiprog__close(mp);
 		if (err) {
@@ -703,7 +235,7 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 			goto out;
 		}
 	}
-	lib_msg[0] = lib_fallback[0] = 0;
+	xdpr_lib_clear();
 	err = xdp_program__attach(prog, pd->ifindex,
 				  mode == XDPR_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
 	if (err) {
@@ -711,11 +243,12 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 			seterr(x, "\"%s\" does not support native XDP; use \"mode skb\"", name);
 		else
 			seterr(x, "cannot attach to \"%s\" in %s mode: %s%s%s", name,
-			       xdpr_mode_name(mode), strerror(-err), lib_msg[0] ? ": " : "", lib_msg);
+			       xdpr_mode_name(mode), strerror(-err), *xdpr_lib_warning() ? ": " : "",
+			       xdpr_lib_warning());
 		bpf_map_delete_elem(x->fd[XM_IFACES], &key);
 		goto out;
 	}
-	mp = get_multiprog(pd->ifindex);
+	mp = xdpr_get_multiprog(pd->ifindex);
 	*dispatcher = mp && !xdp_multiprog__is_legacy(mp);
 	xdp_multiprog__close(mp);
 	/*
@@ -733,7 +266,7 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 		pd->cfg.flags |= XDPR_IF_XMIT;
 	if (!*dispatcher)
 		snprintf(why, whylen, "%s", getenv("LIBXDP_SKIP_DISPATCHER") ? "LIBXDP_SKIP_DISPATCHER is set"
-					   : lib_fallback[0] ? lib_fallback : "not available");
+					   : *xdpr_lib_fallback() ? xdpr_lib_fallback() : "not available");
 
 	if (bpf_map_update_elem(x->fd[XM_TX], &key, &key, BPF_ANY) ||
 	    bpf_map_update_elem(x->fd[XM_IFACES], &key, &pd->cfg, BPF_ANY)) {
@@ -754,7 +287,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 	__u32 slots[XDPR_MAX_IFACES];
 	int err, done;
 
-	quiet_libs();
+	xdpr_quiet_libs();
 	if (n <= 0 || n + x->nlinks >= XDPR_MAX_IFACES) {
 		seterr(x, "can attach at most %d interfaces", XDPR_MAX_IFACES - 1);
 		return -E2BIG;
@@ -779,7 +312,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 			seterr(x, "xdpr is already attached to \"%s\"", ifnames[i]);
 			return -EEXIST;
 		}
-		mp = get_multiprog(pd[i].ifindex);
+		mp = xdpr_get_multiprog(pd[i].ifindex);
 		if (mp && (xdp_multiprog__main_prog(mp) || xdp_multiprog__hw_prog(mp))) {
 			if (!(flags & XDPR_F_FORCE)) {
 				xdp_multiprog__close(mp);
@@ -804,7 +337,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 	}
 
 	if (x->fd[XM_STATS] < 0) {
-		err = create_maps(x);
+		err = xdpr_create_maps(x);
 		if (!err)
 			err = init_cfg(x);
 		if (err)
@@ -847,7 +380,7 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 	const struct xdpr_link *todo[XDPR_MAX_IFACES];
 	int cnt = 0, err = 0, nat_rules = 0;
 
-	quiet_libs();
+	xdpr_quiet_libs();
 	if (n == 0) {
 		for (int i = 0; i < x->nlinks; i++)
 			todo[cnt++] = &x->links[i];

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * core.h - the bottom of libxdpr (internal, not installed).
+ *
+ * What every other part of the library stands on: finding a router's state
+ * (xdpr_open), errors, the shared maps (names, creation, hand-over to a new
+ * program instance), helper programs run on those maps, and the libxdp /
+ * libbpf message capture.  Every call goes down this list, never up:
+ *
+ *     loader.c   attach, detach            nat.c, route.c, core.c, leaves
+ *     route.c    the route map             rtindex.c, nat.c, core.c, leaves
+ *     nat.c      NAT, router settings      core.c
+ *                (xdpr_cfg_get/set)
+ *     rtindex.c  route lookup index        core.c
+ *     core.c     state, maps, errors       nothing of the library
+ *     netdev.c   netlink probes, neighbours  (leaves: they use nothing)
+ *     reasons.c  names of reasons and modes
+ * (selftests/unit/layers.t checks this table against the objects.)
+ */
+#ifndef XDPR_CORE_H
+#define XDPR_CORE_H
+
+#include "libxdpr.h"
+
+struct bpf_object;
+struct xdp_multiprog;
+struct xdp_program;
+
+extern const char *const map_names[XM_MAX];
+
+void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * libxdp and libbpf print nothing: their last warning is kept, and the
+ * reason libxdp gave before falling back to a plain attach.
+ */
+void xdpr_quiet_libs(void);
+void xdpr_lib_clear(void);
+const char *xdpr_lib_warning(void);  /* "" when there was none */
+const char *xdpr_lib_fallback(void); /* "" when libxdp gave none */
+
+/* The XDP programs of an interface (NULL: none, or unreadable). */
+struct xdp_multiprog *xdpr_get_multiprog(int ifindex);
+/* Our program on that interface, directly or inside a dispatcher. */
+struct xdp_program *xdpr_find_ours(struct xdp_multiprog *mp);
+/* The inode of the caller's network namespace: names its lock and pins. */
+int xdpr_netns_ino(unsigned long *ino);
+
+/* Create the shared maps from the BPF object's definitions (a new router). */
+int xdpr_create_maps(struct xdpr *x);
+/* Hand the shared maps to a freshly opened instance. */
+int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
+/* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */
+int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries);
+/* Run one of the object's helper programs (never attached) on the shared maps. */
+int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
+
+#endif /* XDPR_CORE_H */
