@@ -267,7 +267,33 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		seterr(x, "xdpr is not attached to any interface in this network namespace");
 		return -ENOENT;
 	}
+	if (x->lock_fd >= 0)
+		xdpr_prune_dead_ifaces(x); /* best effort: the next command tries again */
 	return 0;
+}
+
+int xdpr_prune_dead_ifaces(struct xdpr *x)
+{
+	__u32 dead[XDPR_MAX_IFACES], key, *prev = NULL;
+	int ndead = 0, err = 0;
+
+	if (x->fd[XM_IFACES] < 0)
+		return 0;
+	/* collect first: deleting while walking with get_next_key restarts or repeats the walk */
+	while (ndead < XDPR_MAX_IFACES && !bpf_map_get_next_key(x->fd[XM_IFACES], prev, &key)) {
+		char name[IF_NAMESIZE];
+
+		if (!if_indextoname(key, name) && errno == ENXIO)
+			dead[ndead++] = key;
+		prev = &key;
+	}
+	for (int i = 0; i < ndead; i++)
+		if (bpf_map_delete_elem(x->fd[XM_IFACES], &dead[i]) && errno != ENOENT && !err) {
+			err = -errno;
+			seterr(x, "cannot remove the settings of deleted interface %u: %s", dead[i],
+			       strerror(-err));
+		}
+	return err ? err : ndead;
 }
 
 void xdpr_close(struct xdpr *x)

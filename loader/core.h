@@ -46,6 +46,16 @@ struct xdp_program *xdpr_find_ours(struct xdp_multiprog *mp);
 /* The inode of the caller's network namespace: names its lock and pins. */
 int xdpr_netns_ino(unsigned long *ino);
 
+/*
+ * Remove the xdpr_ifaces entries of interfaces that no longer exist in this
+ * network namespace (deleted while attached: the kernel takes their program
+ * and devmap entry away, not their settings).  Call it holding the lock;
+ * xdpr_open(XDPR_O_LOCK) and xdpr_attach() do.  NAT rules that name a
+ * deleted ifindex are not touched.  Returns how many were removed, or
+ * -errno with x->err.
+ */
+int xdpr_prune_dead_ifaces(struct xdpr *x);
+
 /* Create the shared maps from the BPF object's definitions (a new router). */
 int xdpr_create_maps(struct xdpr *x);
 /* Hand the shared maps to a freshly opened instance. */

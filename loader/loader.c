@@ -293,6 +293,8 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		return -E2BIG;
 	}
 	memset(info, 0, sizeof(*info));
+	/* a new device given a deleted one's ifindex must not inherit its settings */
+	xdpr_prune_dead_ifaces(x);
 
 	/* Validate everything before touching anything. */
 	for (int i = 0; i < n; i++) {
