@@ -32,7 +32,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
 	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RTDIR] = "xdpr_rtdir",  [XM_RTREC] = "xdpr_rtrec",
 	[XM_RTNH] = "xdpr_rtnh",
-	[XM_RTSTATS] = "xdpr_rt_stats",
+	[XM_RTSTATS] = "xdpr_rt_stats", [XM_SINCE] = "xdpr_since",
 };
 
 void seterr(struct xdpr *x, const char *fmt, ...)
@@ -253,11 +253,18 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 	}
 	if_freenameindex(ifs);
 
-	for (int i = 0; i < x->nlinks && x->fd[XM_IFACES] >= 0; i++)
-		x->links[i].has_cfg = !bpf_map_lookup_elem(x->fd[XM_IFACES], &x->links[i].ifindex,
-							   &x->links[i].cfg);
+	for (int i = 0; i < x->nlinks && x->fd[XM_IFACES] >= 0; i++) {
+		struct xdpr_link *l = &x->links[i];
+		__u64 t = 0;
+
+		l->has_cfg = !bpf_map_lookup_elem(x->fd[XM_IFACES], &l->ifindex, &l->cfg);
+		/* one program serves every interface: its load time is the first attach's */
+		if (l->has_cfg && x->fd[XM_SINCE] >= 0 &&
+		    !bpf_map_lookup_elem(x->fd[XM_SINCE], &l->cfg.slot, &t) && t)
+			l->since = t;
+	}
 	for (int m = 0; m < XM_MAX && x->nlinks; m++)
-		if (x->fd[m] < 0) {
+		if (x->fd[m] < 0 && m != XM_SINCE) {
 			/* xdpr_detach() still works on such a router: it needs no map */
 			seterr(x, "map %s not found: the attached program is of another xdpr version "
 				  "(detach it with \"xdpr link detach all\")", map_names[m]);
@@ -462,6 +469,32 @@ int xdpr_create_maps(struct xdpr *x)
 		set_rt_protos(skel);
 	xdpr_bpf__destroy(skel);
 	return err;
+}
+
+/* The attach-time map (XM_SINCE), created when missing: fd or -errno. */
+static int since_map(struct xdpr *x)
+{
+	if (x->fd[XM_SINCE] < 0) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, map_names[XM_SINCE], sizeof(__u32),
+					sizeof(__u64), XDPR_MAX_IFACES, NULL);
+
+		if (fd < 0)
+			return -errno;
+		x->fd[XM_SINCE] = fd;
+	}
+	return x->fd[XM_SINCE];
+}
+
+int xdpr_since_set(struct xdpr *x, int prog_fd, __u32 slot)
+{
+	__u64 now = time(NULL);
+	int fd = since_map(x);
+
+	/* bound to the program so that xdpr_open finds it with the others */
+	if (fd < 0 || bpf_prog_bind_map(prog_fd, fd, NULL) ||
+	    bpf_map_update_elem(fd, &slot, &now, BPF_ANY))
+		return fd < 0 ? fd : -errno;
+	return 0;
 }
 
 /* Hand the shared maps to a freshly opened instance. */

@@ -58,6 +58,13 @@ int xdpr_prune_dead_ifaces(struct xdpr *x);
 
 /* Create the shared maps from the BPF object's definitions (a new router). */
 int xdpr_create_maps(struct xdpr *x);
+/*
+ * Record now as the attach time of a slot (link show's "since"), binding
+ * the attach-time map to the program on first use.  Without it (an error,
+ * or a router attached by an older version) "since" is the program's load
+ * time: callers may ignore the result.
+ */
+int xdpr_since_set(struct xdpr *x, int prog_fd, __u32 slot);
 /* Hand the shared maps to a freshly opened instance. */
 int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
 /* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */

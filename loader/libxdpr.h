@@ -42,10 +42,15 @@ struct xdpr_link {
 	bool has_cfg;       /* cfg read from xdpr_ifaces */
 };
 
-/* The maps every program instance shares (names in xdpr_shared.h). */
+/*
+ * The maps every program instance shares (names in xdpr_shared.h), and
+ * XM_SINCE, the library's own: attach times by slot, bound to the program
+ * (no packet reads it) and absent on routers of older versions.
+ */
 enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
 	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS,
+	XM_SINCE,
 	XM_MAX
 };
 

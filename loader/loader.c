@@ -2,11 +2,14 @@
 /*
  * loader.c - attach xdpr to interfaces and detach it.
  *
- * One program image, loaded once per interface, all instances sharing one
- * set of maps.  The maps are created (core.c) before the first program is
- * loaded and handed to every later load with bpf_map__reuse_fd(), so an
- * interface is added or removed with map updates and one attach, never a
- * reload of the others.
+ * One program, verified once, attached to every interface of the router.
+ * A new router's maps are created (core.c) and handed to a fresh instance
+ * with bpf_map__reuse_fd() before it is loaded; its first attach loads it,
+ * the other interfaces of that call get the same program, and a later
+ * call attaches the program it finds on the router's interfaces (struct
+ * shared).  An interface is added or removed with map updates and one
+ * attach, never a reload.  The helper programs (NAT sweep, FIB probe) are
+ * loaded on demand by xdpr_run_prog().
  *
  * Order of operations (no window in which a frame is lost):
  *   attach: xdpr_ifaces entry (not yet a transmit target) -> program on the
@@ -179,45 +182,99 @@ struct pending {
 	struct xdpr_iface cfg;
 };
 
-/* Load one instance on the shared maps and attach it. */
-static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum xdpr_mode mode,
-		      bool *dispatcher, char *why, size_t whylen, enum xdpr_xmit *xmit)
+/*
+ * The one XDP program every interface gets: the one already attached in
+ * this namespace when there is one, else a fresh instance on the shared
+ * maps, verified by the first attach of this call and attached as it is
+ * to the others.  A program inside a libxdp dispatcher is an extension of
+ * that dispatcher and cannot be attached on its own: it is not reused
+ * (libxdp reuses it itself within one call).
+ */
+struct shared {
+	struct xdpr_bpf *skel;     /* the fresh instance; NULL when reusing */
+	struct xdp_program *prog;
+	char why[128];             /* libxdp's first reason in this call for a direct attach */
+};
+
+static int shared_get(struct xdpr *x, struct shared *sh)
 {
-	struct xdp_program *prog = NULL;
-	struct xdp_multiprog *mp;
-	struct xdpr_bpf *skel;
-	__u32 key = pd->ifindex;
 	int err;
 
-	skel = xdpr_bpf__open();
-	if (!skel) {
+	if (sh->prog)
+		return 0;
+	for (int i = 0; i < x->nlinks; i++) {
+		struct xdp_program *p;
+
+		if (x->links[i].dispatcher)
+			continue;
+		p = xdp_program__from_id(x->links[i].prog_id);
+		if (!libxdp_get_error(p)) {
+			sh->prog = p;
+			return 0;
+		}
+	}
+	sh->skel = xdpr_bpf__open();
+	if (!sh->skel) {
 		seterr(x, "cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	err = xdpr_reuse_maps(x, skel->obj);
+	err = xdpr_reuse_maps(x, sh->skel->obj);
 	if (err)
-		goto out;
-	/* the helper programs are loaded on demand (xdpr_run_prog), not per interface */
-	bpf_program__set_autoload(skel->progs.xdpr_nat_gc, false);
-	bpf_program__set_autoload(skel->progs.xdpr_probe, false);
+		return err;
+	/* the helper programs are loaded on demand (xdpr_run_prog), not with this one */
+	bpf_program__set_autoload(sh->skel->progs.xdpr_nat_gc, false);
+	bpf_program__set_autoload(sh->skel->progs.xdpr_probe, false);
 	{
-		DECLARE_LIBXDP_OPTS(xdp_program_opts, po, .obj = skel->obj, .prog_name = XDPR_PROG_NAME);
+		DECLARE_LIBXDP_OPTS(xdp_program_opts, po, .obj = sh->skel->obj,
+				    .prog_name = XDPR_PROG_NAME);
 
-		prog = xdp_program__create(&po);
+		sh->prog = xdp_program__create(&po);
 	}
-	err = libxdp_get_error(prog);
+	err = libxdp_get_error(sh->prog);
 	if (err) {
-		prog = NULL;
+		sh->prog = NULL;
 		seterr(x, "cannot prepare the XDP program: %s", strerror(-err));
-		goto out;
 	}
+	return err;
+}
+
+static void shared_put(struct shared *sh)
+{
+	xdp_program__close(sh->prog);
+	xdpr_bpf__destroy(sh->skel);
+}
+
+/* A loaded program of type XDP (not a dispatcher's extension): libxdp attaches it directly. */
+static bool plain_xdp(int prog_fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	return prog_fd >= 0 && !bpf_obj_get_info_by_fd(prog_fd, &info, &len) &&
+	       info.type == BPF_PROG_TYPE_XDP;
+}
+
+/* Attach the shared program to one interface and register it in the maps. */
+static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struct pending *pd,
+		      enum xdpr_mode mode, bool *dispatcher, char *why, size_t whylen,
+		      enum xdpr_xmit *xmit)
+{
+	struct xdp_multiprog *mp;
+	__u32 key = pd->ifindex;
+	bool loaded;
+	int err;
+
+	err = shared_get(x, sh);
+	if (err)
+		return err;
+	loaded = plain_xdp(xdp_program__fd(sh->prog));
 	if (pd->foreign) {
 		mp = xdpr_get_multiprog(pd->ifindex);
 		err = mp ? xdp_multiprog__detach(mp) : 0;
 		xdp_multiprog__close(mp);
 		if (err) {
 			seterr(x, "cannot remove the XDP program on \"%s\": %s", name, strerror(-err));
-			goto out;
+			return err;
 		}
 	}
 	/*
@@ -232,11 +289,11 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 		if (bpf_map_update_elem(x->fd[XM_IFACES], &key, &early, BPF_ANY)) {
 			err = -errno;
 			seterr(x, "cannot register \"%s\" in the maps: %s", name, strerror(-err));
-			goto out;
+			return err;
 		}
 	}
 	xdpr_lib_clear();
-	err = xdp_program__attach(prog, pd->ifindex,
+	err = xdp_program__attach(sh->prog, pd->ifindex,
 				  mode == XDPR_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
 	if (err) {
 		if (err == -EOPNOTSUPP && mode == XDPR_MODE_NATIVE)
@@ -246,8 +303,9 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 			       xdpr_mode_name(mode), strerror(-err), *xdpr_lib_warning() ? ": " : "",
 			       xdpr_lib_warning());
 		bpf_map_delete_elem(x->fd[XM_IFACES], &key);
-		goto out;
+		return err;
 	}
+	xdpr_since_set(x, xdp_program__fd(sh->prog), pd->slot);
 	mp = xdpr_get_multiprog(pd->ifindex);
 	*dispatcher = mp && !xdp_multiprog__is_legacy(mp);
 	xdp_multiprog__close(mp);
@@ -264,9 +322,19 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 	 */
 	if (*xmit == XDPR_XMIT_YES || (*xmit == XDPR_XMIT_UNKNOWN && mode == XDPR_MODE_NATIVE))
 		pd->cfg.flags |= XDPR_IF_XMIT;
+	/*
+	 * libxdp gives its reason once per process (it remembers that its
+	 * dispatcher failed), and none when an already loaded plain program
+	 * cannot go into a dispatcher.
+	 */
+	if (!*sh->why && *xdpr_lib_fallback())
+		snprintf(sh->why, sizeof(sh->why), "%s", xdpr_lib_fallback());
 	if (!*dispatcher)
-		snprintf(why, whylen, "%s", getenv("LIBXDP_SKIP_DISPATCHER") ? "LIBXDP_SKIP_DISPATCHER is set"
-					   : *xdpr_lib_fallback() ? xdpr_lib_fallback() : "not available");
+		snprintf(why, whylen, "%s",
+			 getenv("LIBXDP_SKIP_DISPATCHER") ? "LIBXDP_SKIP_DISPATCHER is set"
+			 : *sh->why ? sh->why
+			 : loaded ? "xdpr's program is attached without a dispatcher elsewhere"
+			 : "not available");
 
 	if (bpf_map_update_elem(x->fd[XM_TX], &key, &key, BPF_ANY) ||
 	    bpf_map_update_elem(x->fd[XM_IFACES], &key, &pd->cfg, BPF_ANY)) {
@@ -274,9 +342,6 @@ static int attach_one(struct xdpr *x, const char *name, struct pending *pd, enum
 		seterr(x, "cannot register \"%s\" in the maps: %s", name, strerror(-err));
 		detach_one(x, pd->ifindex, name);
 	}
-out:
-	xdp_program__close(prog);
-	xdpr_bpf__destroy(skel);
 	return err;
 }
 
@@ -284,6 +349,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		unsigned int flags, struct xdpr_attach_info *info)
 {
 	struct pending pd[XDPR_MAX_IFACES] = {};
+	struct shared sh = {};
 	__u32 slots[XDPR_MAX_IFACES];
 	int err, done;
 
@@ -293,7 +359,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		return -E2BIG;
 	}
 	memset(info, 0, sizeof(*info));
-	/* a new device given a deleted one's ifindex must not inherit its settings */
+	/* settings of deleted interfaces go before new ones are written */
 	xdpr_prune_dead_ifaces(x);
 
 	/* Validate everything before touching anything. */
@@ -348,13 +414,14 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 	for (done = 0; done < n; done++) {
 		err = zero_slot(x, pd[done].slot);
 		if (!err)
-			err = attach_one(x, ifnames[done], &pd[done], mode,
+			err = attach_one(x, &sh, ifnames[done], &pd[done], mode,
 					 &info->dev[done].dispatcher, info->dev[done].why,
 					 sizeof(info->dev[done].why), &info->dev[done].xmit);
 		if (err)
 			break;
 		info->n++;
 	}
+	shared_put(&sh);
 	if (done == n) {
 		struct xdpr_cfg c;
 

@@ -93,6 +93,8 @@ for dev in r0 r1; do
 		"-j link show: $dev's ifindex and prog_id are the kernel's"
 done
 is "$(jq -r '[.[].slot] | unique | length' <<<"$OUT")" 2 "-j link show: r0 and r1 have their own slot"
+is "$(jq -r '[.[].prog_id] | unique | length' <<<"$OUT")" 1 \
+	"-j link show: r0 and r1, attached in two calls, run one program (one prog_id)"
 # "since" is a fact about the attachment: the same in every call (sampled
 # over 2 s so that a value derived from two clocks' whole seconds shows).
 sinces=$(for ((i = 0; i < 10; i++)); do
