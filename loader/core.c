@@ -279,6 +279,23 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 	return 0;
 }
 
+bool xdpr_fault(const char *point, const char *dev)
+{
+	const char *p = getenv("XDPR_FAULT");
+	size_t plen = strlen(point), dlen = strlen(dev);
+
+	for (; p && *p; p += *p == ',') {
+		size_t len = strcspn(p, ",");
+
+		if (len >= plen && !strncmp(p, point, plen) &&
+		    (len == plen || (len == plen + 1 + dlen && p[plen] == ':' &&
+				     !strncmp(p + plen + 1, dev, dlen))))
+			return true;
+		p += len;
+	}
+	return false;
+}
+
 int xdpr_prune_dead_ifaces(struct xdpr *x)
 {
 	__u32 dead[XDPR_MAX_IFACES], key, *prev = NULL;

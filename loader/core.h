@@ -56,6 +56,19 @@ int xdpr_netns_ino(unsigned long *ino);
  */
 int xdpr_prune_dead_ifaces(struct xdpr *x);
 
+/*
+ * TEST-ONLY fault injection, for the rollback paths no real failure reaches
+ * on demand (selftests/netns/link_atomic.t).  With XDPR_FAULT set to a
+ * comma-separated list of POINT or POINT:DEV, that step fails with -EIO
+ * instead of running (on device DEV, or on any):
+ *   attach  putting xdpr's program on a device: the one-step replacement
+ *           of a foreign program, or the attach after a foreign program
+ *           that could not be replaced in one step was taken off
+ *   detach  taking it off (the device is no longer a redirect target)
+ * Unset, nothing changes.  Not an interface for users.
+ */
+bool xdpr_fault(const char *point, const char *dev);
+
 /* Create the shared maps from the BPF object's definitions (a new router). */
 int xdpr_create_maps(struct xdpr *x);
 /*

@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <linux/if_link.h>
 #include <linux/magic.h>
 #include <net/if_arp.h>
 #include <bpf/bpf.h>
@@ -175,12 +176,60 @@ static void sync_pins(struct xdpr *x, bool present)
 	}
 }
 
+/* Another XDP program found on a device ("force"): enough to put it back. */
+struct foreign {
+	int fd;           /* a reference of our own: it cannot go away meanwhile */
+	__u32 flags;      /* XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE or XDP_FLAGS_HW_MODE */
+};
+
 struct pending {
 	__u32 ifindex;
 	__u32 slot;
-	bool foreign;
+	int nforeign;
+	struct foreign foreign[2];  /* driver or generic, and offloaded */
+	bool replaced;              /* ours replaced foreign[0] in one step */
 	struct xdpr_iface cfg;
 };
+
+static __u32 mode_flags(enum xdp_attach_mode m)
+{
+	return m == XDP_MODE_SKB ? XDP_FLAGS_SKB_MODE : m == XDP_MODE_HW ? XDP_FLAGS_HW_MODE
+									 : XDP_FLAGS_DRV_MODE;
+}
+
+/* Note the programs on a device that are not ours; -errno if one cannot be held. */
+static int hold_foreign(struct pending *pd, struct xdp_multiprog *mp)
+{
+	struct xdp_program *progs[2] = { xdp_multiprog__main_prog(mp), xdp_multiprog__hw_prog(mp) };
+
+	for (int i = 0; i < 2; i++) {
+		struct foreign *f = &pd->foreign[pd->nforeign];
+
+		if (!progs[i])
+			continue;
+		f->fd = bpf_prog_get_fd_by_id(xdp_program__id(progs[i]));
+		if (f->fd < 0)
+			return -errno;
+		f->flags = i ? XDP_FLAGS_HW_MODE : mode_flags(xdp_multiprog__attach_mode(mp));
+		pd->nforeign++;
+	}
+	return 0;
+}
+
+/* Put the first n foreign programs of a device back where they were (ours is off). */
+static int restore_foreign(const struct pending *pd, int n)
+{
+	int err = 0;
+
+	for (int i = 0; i < n; i++) {
+		int e = bpf_xdp_attach(pd->ifindex, pd->foreign[i].fd,
+				       pd->foreign[i].flags | XDP_FLAGS_UPDATE_IF_NOEXIST, NULL);
+
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
 
 /*
  * The one XDP program every interface gets: the one already attached in
@@ -254,6 +303,120 @@ static bool plain_xdp(int prog_fd)
 	       info.type == BPF_PROG_TYPE_XDP;
 }
 
+/*
+ * The shared program as a loaded plain XDP program, for a netlink attach
+ * that replaces another program: its fd, or -EOPNOTSUPP when it is a
+ * dispatcher's extension.  A fresh instance nothing has loaded yet is
+ * loaded here (libxdp cannot replace a program it did not attach).
+ */
+static int plain_fd(struct xdpr *x, struct shared *sh)
+{
+	struct xdp_program *p;
+	int fd = xdp_program__fd(sh->prog), err;
+
+	if (fd >= 0)
+		return plain_xdp(fd) ? fd : -EOPNOTSUPP;
+	xdpr_lib_clear();
+	err = xdpr_bpf__load(sh->skel);
+	if (err) {
+		seterr(x, "cannot load the XDP program: %s%s%s", strerror(-err),
+		       *xdpr_lib_warning() ? ": " : "", xdpr_lib_warning());
+		return err;
+	}
+	p = xdp_program__from_fd(bpf_program__fd(sh->skel->progs.xdpr_main));
+	err = libxdp_get_error(p);
+	if (err) {
+		seterr(x, "cannot prepare the XDP program: %s", strerror(-err));
+		return err;
+	}
+	xdp_program__close(sh->prog);
+	sh->prog = p;
+	return xdp_program__fd(p);
+}
+
+/*
+ * Put the shared program on a device.  Another program there is replaced
+ * in one step when it is alone and in our mode (XDP_FLAGS_REPLACE names
+ * the program expected, so a concurrent change fails instead of being
+ * overwritten); otherwise it is taken off first and put back if ours then
+ * fails to attach.  Either way, a failure leaves the device as it was.
+ */
+static int put_prog(struct xdpr *x, struct shared *sh, struct pending *pd, const char *name,
+		    enum xdpr_mode mode)
+{
+	enum xdp_attach_mode xm = mode == XDPR_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	int err, fd = -EOPNOTSUPP, i;
+
+	xdpr_lib_clear();
+	if (pd->nforeign == 1 && pd->foreign[0].flags == mode_flags(xm)) {
+		fd = plain_fd(x, sh);
+		if (fd < 0 && fd != -EOPNOTSUPP)
+			return fd;
+	}
+	if (fd >= 0) {
+		LIBBPF_OPTS(bpf_xdp_attach_opts, o, .old_prog_fd = pd->foreign[0].fd);
+
+		err = xdpr_fault("attach", name) ? -EIO
+			: bpf_xdp_attach(pd->ifindex, fd, mode_flags(xm) | XDP_FLAGS_REPLACE, &o);
+		if (err) {
+			seterr(x, "cannot replace the XDP program on \"%s\": %s", name, strerror(-err));
+			return err;
+		}
+		pd->replaced = true;
+		return 0;
+	}
+
+	for (i = 0; i < pd->nforeign; i++) {
+		LIBBPF_OPTS(bpf_xdp_attach_opts, o, .old_prog_fd = pd->foreign[i].fd);
+
+		err = bpf_xdp_detach(pd->ifindex, pd->foreign[i].flags | XDP_FLAGS_REPLACE, &o);
+		if (err) {
+			seterr(x, "cannot remove the XDP program on \"%s\": %s", name, strerror(-err));
+			restore_foreign(pd, i);
+			return err;
+		}
+	}
+	err = xdpr_fault("attach", name) ? -EIO : xdp_program__attach(sh->prog, pd->ifindex, xm, 0);
+	if (!err)
+		return 0;
+	if (err == -EOPNOTSUPP && mode == XDPR_MODE_NATIVE)
+		seterr(x, "\"%s\" does not support native XDP; use \"mode skb\"", name);
+	else
+		seterr(x, "cannot attach to \"%s\" in %s mode: %s%s%s", name, xdpr_mode_name(mode),
+		       strerror(-err), *xdpr_lib_warning() ? ": " : "", xdpr_lib_warning());
+	i = restore_foreign(pd, pd->nforeign);
+	if (i) {
+		size_t len = strlen(x->err);
+
+		snprintf(x->err + len, sizeof(x->err) - len,
+			 "; its previous XDP program could not be put back: %s", strerror(-i));
+	}
+	return err;
+}
+
+/*
+ * Undo a complete attach_one() in the gap-free order: no longer a redirect
+ * target, program off (or the previous one back in one step), settings.
+ */
+static int take_back(struct xdpr *x, struct shared *sh, struct pending *pd, const char *name)
+{
+	LIBBPF_OPTS(bpf_xdp_attach_opts, o, .old_prog_fd = xdp_program__fd(sh->prog));
+	int err;
+
+	if (!pd->replaced) {
+		err = detach_one(x, pd->ifindex, name);
+		return err ? err : restore_foreign(pd, pd->nforeign);
+	}
+	bpf_map_delete_elem(x->fd[XM_TX], &pd->ifindex);
+	err = bpf_xdp_attach(pd->ifindex, pd->foreign[0].fd, pd->foreign[0].flags | XDP_FLAGS_REPLACE,
+			     &o);
+	if (!err)
+		bpf_map_delete_elem(x->fd[XM_IFACES], &pd->ifindex);
+	else /* ours stays: a redirect target again */
+		bpf_map_update_elem(x->fd[XM_TX], &pd->ifindex, &pd->ifindex, BPF_ANY);
+	return err;
+}
+
 /* Attach the shared program to one interface and register it in the maps. */
 static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struct pending *pd,
 		      enum xdpr_mode mode, bool *dispatcher, char *why, size_t whylen,
@@ -268,15 +431,6 @@ static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struc
 	if (err)
 		return err;
 	loaded = plain_xdp(xdp_program__fd(sh->prog));
-	if (pd->foreign) {
-		mp = xdpr_get_multiprog(pd->ifindex);
-		err = mp ? xdp_multiprog__detach(mp) : 0;
-		xdp_multiprog__close(mp);
-		if (err) {
-			seterr(x, "cannot remove the XDP program on \"%s\": %s", name, strerror(-err));
-			return err;
-		}
-	}
 	/*
 	 * The interface's settings go in before the program (not yet a
 	 * transmit target), so that every frame it sees is counted on its
@@ -292,16 +446,8 @@ static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struc
 			return err;
 		}
 	}
-	xdpr_lib_clear();
-	err = xdp_program__attach(sh->prog, pd->ifindex,
-				  mode == XDPR_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
+	err = put_prog(x, sh, pd, name, mode);
 	if (err) {
-		if (err == -EOPNOTSUPP && mode == XDPR_MODE_NATIVE)
-			seterr(x, "\"%s\" does not support native XDP; use \"mode skb\"", name);
-		else
-			seterr(x, "cannot attach to \"%s\" in %s mode: %s%s%s", name,
-			       xdpr_mode_name(mode), strerror(-err), *xdpr_lib_warning() ? ": " : "",
-			       xdpr_lib_warning());
 		bpf_map_delete_elem(x->fd[XM_IFACES], &key);
 		return err;
 	}
@@ -331,16 +477,21 @@ static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struc
 		snprintf(sh->why, sizeof(sh->why), "%s", xdpr_lib_fallback());
 	if (!*dispatcher)
 		snprintf(why, whylen, "%s",
-			 getenv("LIBXDP_SKIP_DISPATCHER") ? "LIBXDP_SKIP_DISPATCHER is set"
+			 pd->replaced ? "a direct attach replaces the previous program in one step"
+			 : getenv("LIBXDP_SKIP_DISPATCHER") ? "LIBXDP_SKIP_DISPATCHER is set"
 			 : *sh->why ? sh->why
 			 : loaded ? "xdpr's program is attached without a dispatcher elsewhere"
 			 : "not available");
 
 	if (bpf_map_update_elem(x->fd[XM_TX], &key, &key, BPF_ANY) ||
 	    bpf_map_update_elem(x->fd[XM_IFACES], &key, &pd->cfg, BPF_ANY)) {
+		char keep[sizeof(x->err)];
+
 		err = -errno;
 		seterr(x, "cannot register \"%s\" in the maps: %s", name, strerror(-err));
-		detach_one(x, pd->ifindex, name);
+		memcpy(keep, x->err, sizeof(keep));
+		take_back(x, sh, pd, name);
+		memcpy(x->err, keep, sizeof(keep));
 	}
 	return err;
 }
@@ -363,45 +514,54 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 	xdpr_prune_dead_ifaces(x);
 
 	/* Validate everything before touching anything. */
-	for (int i = 0; i < n; i++) {
+	for (done = 0; done < n; done++) {
+		int i = done;
 		struct xdp_multiprog *mp;
 
 		pd[i].ifindex = if_nametoindex(ifnames[i]);
 		if (!pd[i].ifindex) {
 			seterr(x, "cannot find device \"%s\"", ifnames[i]);
-			return -ENODEV;
+			err = -ENODEV;
+			goto out;
 		}
 		for (int j = 0; j < i; j++)
 			if (pd[j].ifindex == pd[i].ifindex) {
 				seterr(x, "device \"%s\" given twice", ifnames[i]);
-				return -EINVAL;
+				err = -EINVAL;
+				goto out;
 			}
 		if (xdpr_link_find(x, ifnames[i])) {
 			seterr(x, "xdpr is already attached to \"%s\"", ifnames[i]);
-			return -EEXIST;
+			err = -EEXIST;
+			goto out;
 		}
 		mp = xdpr_get_multiprog(pd[i].ifindex);
+		err = 0;
 		if (mp && (xdp_multiprog__main_prog(mp) || xdp_multiprog__hw_prog(mp))) {
 			if (!(flags & XDPR_F_FORCE)) {
-				xdp_multiprog__close(mp);
 				seterr(x, "\"%s\" already has an XDP program; use \"force\" to replace it",
 				       ifnames[i]);
-				return -EBUSY;
+				err = -EBUSY;
+			} else if ((err = hold_foreign(&pd[i], mp))) {
+				seterr(x, "cannot read the XDP program on \"%s\": %s", ifnames[i],
+				       strerror(-err));
 			}
-			pd[i].foreign = true;
 		}
 		xdp_multiprog__close(mp);
+		if (err)
+			goto out;
 		err = iface_mac(ifnames[i], pd[i].cfg.mac);
 		if (err) {
 			seterr(x, "\"%s\" is not an Ethernet device", ifnames[i]);
-			return err == -EPROTONOSUPPORT ? -EINVAL : err;
+			err = err == -EPROTONOSUPPORT ? -EINVAL : err;
+			goto out;
 		}
 		pd[i].slot = slots[i] = free_slot(x, slots, i);
 		pd[i].cfg.slot = pd[i].slot;
 		/* XDPR_IF_XMIT is probed once our program is attached (attach_one) */
 		pd[i].cfg.flags = mode == XDPR_MODE_SKB ? XDPR_IF_GENERIC : 0;
 		snprintf(info->dev[i].name, sizeof(info->dev[i].name), "%s", ifnames[i]);
-		info->dev[i].replaced_foreign = pd[i].foreign;
+		info->dev[i].replaced_foreign = pd[i].nforeign > 0;
 	}
 
 	if (x->fd[XM_STATS] < 0) {
@@ -409,7 +569,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		if (!err)
 			err = init_cfg(x);
 		if (err)
-			return err;
+			goto out;
 	}
 	for (done = 0; done < n; done++) {
 		err = zero_slot(x, pd[done].slot);
@@ -421,26 +581,34 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 			break;
 		info->n++;
 	}
-	shared_put(&sh);
 	if (done == n) {
 		struct xdpr_cfg c;
 
 		for (int i = 0; i < n && !xdpr_cfg_get(x, &c) && (c.flags & XDPR_CFG_NAT); i++)
 			xdpr_nat_prepare_dev(x, ifnames[i]);
+		/* pins of a replaced libxdp dispatcher go once nothing can bring it back */
+		for (int i = 0; i < n; i++)
+			if (pd[i].nforeign)
+				libxdp_clean_references(pd[i].ifindex);
 		xdpr_local_sync(x);
 		sync_pins(x, true);
-		return 0;
+		goto out;
 	}
 
-	/* All or nothing: take back what this call attached. */
+	/* All or nothing: take back what this call attached, previous programs included. */
 	for (int i = 0; i < done; i++) {
 		char keep[sizeof(x->err)];
 
 		memcpy(keep, x->err, sizeof(keep));
-		detach_one(x, pd[i].ifindex, ifnames[i]);
+		take_back(x, &sh, &pd[i], ifnames[i]);
 		memcpy(x->err, keep, sizeof(keep));
 	}
 	info->n = 0;
+out:
+	shared_put(&sh);
+	for (int i = 0; i < n; i++)
+		for (int f = 0; f < pd[i].nforeign; f++)
+			close(pd[i].foreign[f].fd);
 	return err;
 }
 

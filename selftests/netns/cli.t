@@ -159,19 +159,11 @@ is "$RC" 0 "stats (text) exits 0"
 like "$OUT" 'forwarded' "stats (text) shows the forwarded counter"
 
 # ---- a foreign XDP program
-cat >"$T_TMP/pass.c" <<'EOF'
-struct xdp_md;
-__attribute__((section("xdp"), used)) int xdp_pass(struct xdp_md *ctx)
-{
-	return 2; /* XDP_PASS */
-}
-char _license[] __attribute__((section("license"), used)) = "GPL";
-EOF
-clang -O2 -g -target bpf -c "$T_TMP/pass.c" -o "$T_TMP/pass.o" || bail_out "cannot build pass.o"
+pass_o=$(xdp_pass_obj) || bail_out "cannot build xdp_pass.bpf.c"
 
 ok "link detach all" xdpr link detach all
 ok "a foreign program on r1 (ip link set dev r1 xdpgeneric obj pass.o)" \
-	ip -n "$R" link set dev r1 xdpgeneric obj "$T_TMP/pass.o" sec xdp
+	ip -n "$R" link set dev r1 xdpgeneric obj "$pass_o" sec xdp
 foreign=$(ip -j -n "$R" link show r1 | jq -r '.[0].xdp.prog.id // empty')
 num "${foreign:-0}" -gt 0 "the foreign program has an id ($foreign)"
 
