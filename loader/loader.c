@@ -110,35 +110,65 @@ static __u32 free_slot(struct xdpr *x, const __u32 *taken, int ntaken)
 	return 0;
 }
 
-/* Remove xdpr from one interface in the gap-free order. */
-static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
+/*
+ * Take xdpr off one interface in the gap-free order: no longer a redirect
+ * target, then the program off.  Its settings stay for the caller to
+ * remove once nothing can bring the interface back.  A failure puts the
+ * redirect entry back: the interface is left as it was.
+ */
+static int unplug(struct xdpr *x, __u32 ifindex, const char *name)
 {
-	struct xdp_multiprog *mp;
-	struct xdp_program *p;
+	bool target = x->fd[XM_TX] >= 0 && !bpf_map_delete_elem(x->fd[XM_TX], &ifindex);
+	struct xdp_multiprog *mp = xdpr_get_multiprog(ifindex);
+	struct xdp_program *p = mp ? xdpr_find_ours(mp) : NULL;
 	int err;
 
-	/* no longer a redirect target first; its settings go once the program is off */
-	if (x->fd[XM_TX] >= 0)
-		bpf_map_delete_elem(x->fd[XM_TX], &ifindex);
-
-	mp = xdpr_get_multiprog(ifindex);
-	p = mp ? xdpr_find_ours(mp) : NULL;
 	if (!p) {
-		xdp_multiprog__close(mp);
-		if (x->fd[XM_IFACES] >= 0) /* no program left to count on it */
-			bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex);
 		seterr(x, "xdpr is not attached to \"%s\"", name);
-		return -ENOENT;
-	}
-	if (xdp_multiprog__is_legacy(mp))
+		err = -ENOENT;
+	} else if (xdpr_fault("detach", name)) {
+		err = -EIO;
+	} else if (xdp_multiprog__is_legacy(mp)) {
 		err = xdp_multiprog__detach(mp);
-	else
+	} else {
 		err = xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
+	}
 	xdp_multiprog__close(mp);
-	if (err)
+	if (err && p)
 		seterr(x, "cannot detach from \"%s\": %s", name, strerror(-err));
-	else if (x->fd[XM_IFACES] >= 0)
+	if (err && p && target)
+		bpf_map_update_elem(x->fd[XM_TX], &ifindex, &ifindex, BPF_ANY);
+	return err;
+}
+
+/* Remove xdpr from one interface, settings included. */
+static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
+{
+	int err = unplug(x, ifindex, name);
+
+	/* -ENOENT: no program left to count on the settings either */
+	if ((!err || err == -ENOENT) && x->fd[XM_IFACES] >= 0)
 		bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex);
+	return err;
+}
+
+/*
+ * Undo unplug(): the program (held by prog_fd) back on the interface in its
+ * mode, then a redirect target again (its settings never went).
+ */
+static int replug(struct xdpr *x, const struct xdpr_link *l, int prog_fd)
+{
+	struct xdp_program *p = xdp_program__from_fd(prog_fd);
+	int err = libxdp_get_error(p);
+
+	if (!err)
+		err = xdp_program__attach(p, l->ifindex,
+					  l->mode == XDPR_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE, 0);
+	if (!err && x->fd[XM_TX] >= 0 &&
+	    bpf_map_update_elem(x->fd[XM_TX], &l->ifindex, &l->ifindex, BPF_ANY))
+		err = -errno;
+	if (!libxdp_get_error(p))
+		xdp_program__close(p);
 	return err;
 }
 
@@ -615,7 +645,8 @@ out:
 int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 {
 	const struct xdpr_link *todo[XDPR_MAX_IFACES];
-	int cnt = 0, err = 0, nat_rules = 0;
+	int prog[XDPR_MAX_IFACES];
+	int cnt = 0, err = 0, nat_rules = 0, off;
 
 	xdpr_quiet_libs();
 	if (n == 0) {
@@ -648,26 +679,53 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 		}
 		nat_rules += l->cfg.nrules;
 	}
-	for (int i = 0; i < cnt && nat_rules; i++) {
+
+	/*
+	 * All or nothing: every interface off, or none.  The programs are held
+	 * so that one detached here can be put back when a later one fails.
+	 */
+	for (int i = 0; i < cnt; i++)
+		prog[i] = bpf_prog_get_fd_by_id(todo[i]->prog_id);
+	for (off = 0; off < cnt && !err; off++)
+		err = unplug(x, todo[off]->ifindex, todo[off]->name);
+	if (err) {
+		/* our program vanished from it meanwhile: nothing counts on its settings */
+		if (err == -ENOENT && x->fd[XM_IFACES] >= 0)
+			bpf_map_delete_elem(x->fd[XM_IFACES], &todo[off - 1]->ifindex);
+		for (int i = 0; i < off - 1; i++) {
+			int e = prog[i] < 0 ? -ENOENT : replug(x, todo[i], prog[i]);
+			size_t len = strlen(x->err);
+
+			if (e)
+				snprintf(x->err + len, sizeof(x->err) - len,
+					 "; \"%s\" stays detached: %s", todo[i]->name, strerror(-e));
+		}
+		goto out;
+	}
+
+	/*
+	 * Nothing is brought back from here on.  Rules go once their outside
+	 * interface is off: the rest of the router still translates what it
+	 * hands to the kernel for it meanwhile.
+	 */
+	for (int i = 0; i < cnt && nat_rules && !err; i++) {
 		const struct xdpr_link *l = todo[i];
 
-		for (int r = 0; l->has_cfg && r < l->cfg.nrules && r < XDPR_NAT_IF_RULES; r++) {
+		for (int r = 0; l->has_cfg && r < l->cfg.nrules && r < XDPR_NAT_IF_RULES && !err; r++) {
 			struct xdpr_nat_rule rule;
 			__u32 id = l->cfg.rules[r];
 
 			if (bpf_map_lookup_elem(x->fd[XM_RULES], &id, &rule) || !rule.ifindex)
 				continue;
 			err = xdpr_nat_del(x, l->name, rule.src_net, rule.src_mask);
-			if (err)
-				return err;
 		}
 	}
-	for (int i = 0; i < cnt; i++) {
-		int e = detach_one(x, todo[i]->ifindex, todo[i]->name);
-
-		if (e && !err)
-			err = e;
-	}
+	for (int i = 0; i < cnt && x->fd[XM_IFACES] >= 0; i++)
+		bpf_map_delete_elem(x->fd[XM_IFACES], &todo[i]->ifindex);
 	sync_pins(x, cnt < x->nlinks);
+out:
+	for (int i = 0; i < cnt; i++)
+		if (prog[i] >= 0)
+			close(prog[i]);
 	return err;
 }

@@ -11,7 +11,8 @@
 #   taken back).
 #   detach: a failed detach leaves the interface attached and a redirect
 #   target (traffic to it keeps being forwarded in XDP); in a detach of two,
-#   the one already detached is attached again.
+#   the one already detached is attached again, and with "force" the NAT
+#   rules of the interfaces stay.
 . "$(dirname "$0")/lib.sh"
 need clang
 
@@ -64,5 +65,43 @@ is "$(xdp_of r0)/$(xdp_of r1)" "$prog/1/$prog/1" "r0 and r1 run xdpr's program (
 f0=$(ctr "$R" r0 forwarded)
 ok "IPv4 ping C -> S" ping4 "$C" 10.0.2.2 5
 num "$(grown "$f0" "$R" r0 forwarded)" -ge 5 "r0 forwards in XDP"
+
+# ---- detach, the detach fails
+# through_xdp DESC: a ping C -> S is forwarded in XDP both ways: r0 forwards
+# the echoes and r1 the replies (redirected to r0: r0 is a redirect target),
+# none handed to the kernel for want of one (pass_egress_not_xdpr).
+through_xdp() {
+	local f0 f1 e1
+	f0=$(ctr "$R" r0 forwarded) f1=$(ctr "$R" r1 forwarded) e1=$(ctr "$R" r1 pass_egress_not_xdpr)
+	ok "$1: IPv4 ping C -> S" ping4 "$C" 10.0.2.2 5
+	num "$(grown "$f0" "$R" r0 forwarded)" -ge 5 "$1: r0 forwards the echoes in XDP"
+	num "$(grown "$f1" "$R" r1 forwarded)" -ge 5 "$1: r1 forwards the replies to r0 in XDP"
+	is "$(grown "$e1" "$R" r1 pass_egress_not_xdpr)" 0 "$1: none meets r0 as a non-target"
+}
+before=$(link_json "$R")
+
+XDPR_FAULT=detach cli_fails "detach r0, the detach fails" 1 \
+	'Error: cannot detach from "r0": Input/output error' "$R" link detach r0
+is "$(link_json "$R")" "$before" "link show unchanged (program, slot, since)"
+through_xdp "after the failed detach of r0"
+
+XDPR_FAULT=detach:r1 cli_fails "detach r0 r1, r0 is detached, then r1 fails" 1 \
+	'Error: cannot detach from "r1": Input/output error' "$R" link detach r0 r1
+is "$(link_json "$R")" "$before" "link show unchanged: r0 is attached again, same program"
+is "$(xdp_of r0)/$(xdp_of r1)" "$prog/1/$prog/1" "r0 and r1 run xdpr's program ($prog)"
+through_xdp "after the failed detach of r0 r1"
+
+ok "nat add out r1 masquerade" xdpr nat add out r1 masquerade
+nat_before=$(xdpr -j nat show)
+XDPR_FAULT=detach:r1 cli_fails "detach r0 r1 force (r1 has a NAT rule), r1 fails" 1 \
+	'Error: cannot detach from "r1": Input/output error' "$R" link detach r0 r1 force
+is "$(xdpr -j nat show)" "$nat_before" "the NAT rule is still there"
+is "$(link_json "$R")" "$before" "link show unchanged"
+
+# ---- and detach works when nothing fails
+ok "link detach r0 r1 force" xdpr link detach r0 r1 force
+is "$(attached)" "" "link show: nothing attached"
+is "$(xdp_of r0)/$(xdp_of r1)" "none/none" "no XDP program left on r0 and r1"
+ok "IPv4 ping C -> S (kernel forwarding)" ping4 "$C" 10.0.2.2 3
 
 done_testing
