@@ -18,7 +18,7 @@
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "libxdpr.h"
+#include "core.h"
 
 static __u32 zero_key;
 
