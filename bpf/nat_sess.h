@@ -22,7 +22,7 @@
 #include "nat_bind.h"
 
 #define EVICT_SCAN 32
-#define HOST_TRIES 4
+#define HOST_TRIES 16
 
 /* The other half's key: OUT {in, rem, inp, remp} -> out  <->  IN {rem, out, remp, outp} -> in */
 static __always_inline void ct_other_key(const struct xdpr_ct_key *k, const struct xdpr_ct_val *v,
@@ -45,6 +45,18 @@ static __always_inline void ct_other_key(const struct xdpr_ct_key *k, const stru
 }
 
 /* ----------------------------------------------------------- host counts */
+
+static long host_wait_cb(__u32 i, __be32 *addr)
+{
+	struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, addr);
+
+	return !h || !(READ_ONCE_U32(h->nsess) & XDPR_HOST_DYING);
+}
+
+static __always_inline void host_wait(__be32 addr)
+{
+	bpf_loop(256, host_wait_cb, &addr, 0);
+}
 
 /*
  * One more session for an inside host.  The count is changed only by CAS;
@@ -71,8 +83,10 @@ __noinline int host_get(__be32 addr, __u32 limit)
 			continue;
 		}
 		c = READ_ONCE_U32(h->nsess);
-		if (c & XDPR_HOST_DYING)
-			continue; /* being deleted: insert anew */
+		if (c & XDPR_HOST_DYING) {
+			host_wait(addr); /* being deleted (the deleter is one helper call away): insert anew */
+			continue;
+		}
 		if (c >= limit)
 			return XDPR_NE_HOST_LIMIT;
 		if (__sync_val_compare_and_swap(&h->nsess, c, c + 1) == c) {
