@@ -78,37 +78,38 @@ static __always_inline int ip4_fib(struct xdp_md *ctx, struct bpf_fib_lookup *fi
  * Whatever the kernel will forward must leave translated: translate before
  * handing over (no neighbour, oversize without DF).  What the kernel only
  * answers (TTL expiring, oversize with DF) goes untranslated, so its ICMP
- * reaches the inside host.  Returns -1 to go on, or an xdpr_reason.
+ * reaches the inside host.  Returns STEP_NEXT to go on, or an xdpr_reason.
  */
 static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct pkt4 *p,
-				    struct pkt4_io *io, int rc, __u64 now, __u32 flags, __be32 dst,
+				    struct pkt4_io *io, int fibrc, __u64 now, __u32 flags, __be32 dst,
 				    __u32 ifindex)
 {
 	struct xdpr_iface *out;
 	__u32 egress;
+	int step;
 
-	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
+	if (fibrc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
 		/* the helper stops before naming the egress: ask again without the size */
 		if (p->iph->frag_off & bpf_htons(IP_DF))
 			return XDPR_PASS_FIB_FRAG_NEEDED;
-		rc = ip4_fib(ctx, fib, p, flags, sizeof(struct iphdr), dst, ifindex);
+		fibrc = ip4_fib(ctx, fib, p, flags, sizeof(struct iphdr), dst, ifindex);
 	}
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
-		return -1;
+	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH)
+		return STEP_NEXT;
 	egress = fib->ifindex;
 	out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
 	if (!out)
-		return nat_if_gone(p->iph->saddr) ? XDPR_DROP_NAT_IF_GONE : -1;
+		return nat_if_gone(p->iph->saddr) ? XDPR_DROP_NAT_IF_GONE : STEP_NEXT;
 	if (!out->nrules)
-		return -1;
+		return STEP_NEXT;
 	if (p->iph->ttl <= 1)
 		return XDPR_PASS_TTL;
 	pkt4_to_io(p, sizeof(struct ethhdr), io);
-	rc = nat4_snat(ctx, io, egress, flags & BPF_FIB_LOOKUP_SRC ? fib->ipv4_src : 0, now);
-	if (rc == NAT_CREATE)
-		rc = nat4_create(ctx, io);
+	step = nat4_snat(ctx, io, egress, flags & BPF_FIB_LOOKUP_SRC ? fib->ipv4_src : 0, now);
+	if (step == STEP_NAT_CREATE)
+		step = nat4_create(ctx, io);
 	pkt4_from_io(p, io);
-	return rc;
+	return step;
 }
 
 /*
@@ -119,9 +120,9 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
  * an error quoting the inside address: drop, counted.
  */
 static __always_inline int ip4_reversed_fail(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct pkt4 *p,
-					     const struct pkt4_io *io, int rc)
+					     const struct pkt4_io *io, int fibrc)
 {
-	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
+	if (fibrc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
 		__u16 mtu = fib->mtu_result;
 
 		if (!(p->iph->frag_off & bpf_htons(IP_DF)))
@@ -131,14 +132,14 @@ static __always_inline int ip4_reversed_fail(struct xdp_md *ctx, struct bpf_fib_
 		nat4_rewrite(p, XDPR_CT_IN, io->orig_daddr, io->orig_dport);
 		return icmp4_send(ctx, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu, XDPR_TX_ICMP_FRAG);
 	}
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+	if (fibrc == BPF_FIB_LKUP_RET_NO_NEIGH)
 		return XDPR_DROP_NAT_IN_NO_NEIGH;
 	return XDPR_DROP_NAT_IN_NO_ROUTE;
 }
 
 /*
- * The route map (route.h) for an IPv4 packet.  RT_NONE: no route, ask the
- * FIB; RT_FIB: a via route, the FIB resolved its next hop (io->fib_*, the
+ * The route map (route.h) for an IPv4 packet.  STEP_NEXT: no route, ask the
+ * FIB; STEP_RT_FIB: a via route, the FIB resolved its next hop (io->fib_*, the
  * result in the FIB scratch); or an xdpr_reason.  Global: its own stack.
  */
 __noinline int route4(struct xdp_md *ctx, struct pkt4_io *io, __u32 flags)
@@ -149,33 +150,33 @@ __noinline int route4(struct xdp_md *ctx, struct pkt4_io *io, __u32 flags)
 	struct xdpr_rtent *rt;
 	struct xdpr_cfg *cfg;
 	__u32 zero = 0, slot;
-	int rc, routed;
+	int step, fibrc;
 
 	if (!ctx || !io || pkt4_view(ctx, io, p))
-		return RT_NONE;
+		return STEP_NEXT;
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
 	if (!cfg || !fib || !(cfg->flags & XDPR_CFG_ROUTES))
-		return RT_NONE;
+		return STEP_NEXT;
 	slot = cfg->rt_slot & 1; /* read once: route and next hop from one table */
 	rt = rt4_lookup(slot, p->iph->daddr);
 	if (!rt)
-		return RT_NONE;
-	rc = rt_act(rt, p->end - (void *)(long)ctx->data);
-	if (rc >= 0)
-		return rc;
+		return STEP_NEXT;
+	step = rt_act(rt, p->end - (void *)(long)ctx->data);
+	if (step >= 0)
+		return step;
 	nh = rt_pick(slot, rt, rt_hash(p->iph->saddr, p->iph->daddr, (p->sport << 16) | p->dport, p->proto));
 	if (!nh)
 		return XDPR_PASS_ROUTE_GW;
 	io->fib_dst = *(__be32 *)nh->gw;
 	io->fib_if = nh->ifindex;
-	rc = ip4_fib(ctx, fib, p, flags | BPF_FIB_LOOKUP_OUTPUT, bpf_ntohs(p->iph->tot_len), io->fib_dst,
-		     io->fib_if);
-	routed = rt_check_nh(rc, fib, nh);
-	if (routed >= 0)
-		return routed;
-	io->fib_rc = rc;
-	return RT_FIB;
+	fibrc = ip4_fib(ctx, fib, p, flags | BPF_FIB_LOOKUP_OUTPUT, bpf_ntohs(p->iph->tot_len),
+			io->fib_dst, io->fib_if);
+	step = rt_check_nh(fibrc, fib, nh);
+	if (step >= 0)
+		return step;
+	io->fib_rc = fibrc;
+	return STEP_RT_FIB;
 }
 
 static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
@@ -190,7 +191,7 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	__u32 tot_len;
 	__u16 old;
 	__u64 now = 0;
-	int rc, nat, routed = 0;
+	int fibrc = 0, step, nat, routed = 0;
 
 	iph = cursor_take(c, sizeof(*iph));
 	if (!iph)
@@ -225,14 +226,14 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 		now = bpf_ktime_get_coarse_ns();
 		if (in->nrules) {
 			pkt4_to_io(&p, sizeof(*eth), &io);
-			rc = nat4_reverse(ctx, &io, now);
-			if (rc == NAT_CREATE)
-				rc = nat4_create(ctx, &io);
+			step = nat4_reverse(ctx, &io, now);
+			if (step == STEP_NAT_CREATE)
+				step = nat4_create(ctx, &io);
 			pkt4_from_io(&p, &io);
-			if (rc == XDPR_TX_ICMP_TTL)
+			if (step == XDPR_TX_ICMP_TTL)
 				return icmp4_send(ctx, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0, XDPR_TX_ICMP_TTL);
-			if (rc >= 0)
-				return rc;
+			if (step >= 0)
+				return step;
 		}
 		if (!p.reversed && (cfg->flags & XDPR_CFG_FIB_SRC))
 			flags = BPF_FIB_LOOKUP_SRC;
@@ -246,24 +247,24 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	fib_if = ctx->ingress_ifindex;
 	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
 		pkt4_to_io(&p, sizeof(*eth), &io);
-		rc = route4(ctx, &io, flags);
-		if (rc >= 0)
-			return p.reversed ? XDPR_DROP_NAT_IN_NO_ROUTE : rc;
-		if (rc == RT_FIB) {
+		step = route4(ctx, &io, flags);
+		if (step >= 0)
+			return p.reversed ? XDPR_DROP_NAT_IN_NO_ROUTE : step;
+		if (step == STEP_RT_FIB) {
 			routed = 1;
-			rc = io.fib_rc;
+			fibrc = io.fib_rc;
 			fib_dst = io.fib_dst;
 			fib_if = io.fib_if;
 			flags |= BPF_FIB_LOOKUP_OUTPUT;
 		}
 	}
 	if (!routed)
-		rc = ip4_fib(ctx, fib, &p, flags, tot_len, fib_dst, fib_if);
+		fibrc = ip4_fib(ctx, fib, &p, flags, tot_len, fib_dst, fib_if);
 	if (p.reversed) {
-		if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-			return ip4_reversed_fail(ctx, fib, &p, &io, rc);
+		if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
+			return ip4_reversed_fail(ctx, fib, &p, &io, fibrc);
 	} else if (nat) {
-		if (rc == BPF_FIB_LKUP_RET_NOT_FWDED && !in->nrules && !routed) {
+		if (fibrc == BPF_FIB_LKUP_RET_NOT_FWDED && !in->nrules && !routed) {
 			/* an inside host addressing a NAT binding of the router */
 			int r2;
 
@@ -271,11 +272,11 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 			r2 = nat4_hairpin(ctx, &io);
 			if (r2 >= 0)
 				return r2;
-			if (r2 == NAT_HAIRPIN) {
+			if (r2 == STEP_HAIRPIN) {
 				__be32 saddr = iph->saddr;
 
 				r2 = nat4_snat(ctx, &io, io.hp_ifindex, io.hp_addr, now);
-				if (r2 == NAT_CREATE)
+				if (r2 == STEP_NAT_CREATE)
 					r2 = nat4_create(ctx, &io);
 				pkt4_from_io(&p, &io);
 				if (r2 >= 0)
@@ -283,7 +284,7 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 				/* not an inside host of that rule: the router's business */
 				if (iph->saddr != saddr) {
 					r2 = nat4_reverse(ctx, &io, now);
-					if (r2 == NAT_CREATE)
+					if (r2 == STEP_NAT_CREATE)
 						r2 = nat4_create(ctx, &io);
 					pkt4_from_io(&p, &io);
 					if (r2 >= 0)
@@ -292,26 +293,26 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 			}
 			if (p.reversed) {
 				nat_count(io.hp_rule, XDPR_NE_HAIRPIN);
-				rc = ip4_fib(ctx, fib, &p, 0, tot_len, iph->daddr, ctx->ingress_ifindex);
+				fibrc = ip4_fib(ctx, fib, &p, 0, tot_len, iph->daddr, ctx->ingress_ifindex);
 			}
 		} else {
-			int r2 = ip4_snat(ctx, fib, &p, &io, rc, now, flags, fib_dst, fib_if);
+			int r2 = ip4_snat(ctx, fib, &p, &io, fibrc, now, flags, fib_dst, fib_if);
 
 			if (r2 >= 0)
 				return r2;
 		}
 	}
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-		return fib_reason(rc);
+	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
+		return fib_reason(fibrc);
 	if (iph->ihl != 5)
 		return XDPR_PASS_IP4_OPTIONS; /* translated already if NAT applied */
 	if (p.frag)
 		return XDPR_PASS_IP4_FRAG;
 	if (iph->ttl <= 1)
 		return XDPR_PASS_TTL;
-	rc = claim_egress(in, fib->ifindex);
-	if (rc != XDPR_FWD)
-		return rc;
+	step = claim_egress(in, fib->ifindex);
+	if (step != XDPR_FWD)
+		return step;
 
 	/* TTL shares a 16-bit checksum word with the protocol byte. */
 	old = *(__u16 *)&iph->ttl;

@@ -53,7 +53,7 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 	struct ipv6hdr *ip6h;
 	struct l4_ports ports;
 	__u32 plen, zero = 0;
-	int rc, routed = 0;
+	int fibrc = 0, step, routed = 0;
 
 	if (!ctx)
 		return XDPR_DROP_SHORT;
@@ -93,39 +93,39 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 			const __u32 *s6 = ip6h->saddr.in6_u.u6_addr32, *d6 = ip6h->daddr.in6_u.u6_addr32;
 			const struct xdpr_nh *nh;
 
-			rc = rt_act(rt, c->end - (void *)eth);
-			if (rc >= 0)
-				return rc;
+			step = rt_act(rt, c->end - (void *)eth);
+			if (step >= 0)
+				return step;
 			nh = rt_pick(slot, rt, rt_hash(s6[0] ^ s6[1] ^ s6[2] ^ s6[3], d6[0] ^ d6[1] ^ d6[2] ^ d6[3],
 						 ((__u32)ports.sport << 16) | ports.dport, ip6h->nexthdr));
 			if (!nh)
 				return XDPR_PASS_ROUTE_GW;
 			if (nh->flags & XDPR_NH_MAC) {
 				/* link-local gateway: the FIB never resolves those */
-				routed = rt_static_nh(ctx, fib, nh);
-				if (routed >= 0)
-					return routed;
-				rc = BPF_FIB_LKUP_RET_SUCCESS;
+				step = rt_static_nh(ctx, fib, nh);
+				if (step >= 0)
+					return step;
+				fibrc = BPF_FIB_LKUP_RET_SUCCESS;
 			} else {
 				__builtin_memcpy(fib->ipv6_dst, nh->gw, sizeof(fib->ipv6_dst));
 				fib->ifindex = nh->ifindex;
-				rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_OUTPUT);
-				routed = rt_check_nh(rc, fib, nh);
-				if (routed >= 0)
-					return routed;
+				fibrc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_OUTPUT);
+				step = rt_check_nh(fibrc, fib, nh);
+				if (step >= 0)
+					return step;
 			}
 			routed = 1;
 		}
 	}
 	if (!routed)
-		rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-		return fib_reason(rc);
+		fibrc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
+		return fib_reason(fibrc);
 	if (ip6h->hop_limit <= 1)
 		return XDPR_PASS_TTL;
-	rc = claim_egress(in, fib->ifindex);
-	if (rc != XDPR_FWD)
-		return rc;
+	step = claim_egress(in, fib->ifindex);
+	if (step != XDPR_FWD)
+		return step;
 
 	ip6h->hop_limit--; /* no IPv6 header checksum */
 	rewrite_l2(eth, fib);

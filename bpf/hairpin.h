@@ -11,10 +11,8 @@
 
 #include "nat.h"
 
-#define NAT_HAIRPIN (-2) /* nat4_hairpin: translate through io->hp_ifindex / hp_addr */
-
 /*
- * Returns NAT_HAIRPIN (io->hp_* set), -1 (not a binding: go on), or an
+ * Returns STEP_HAIRPIN (io->hp_* set), STEP_NEXT (not a binding), or an
  * xdpr_reason (filtered).  Global: verified once, its own stack.
  */
 __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
@@ -26,22 +24,22 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 	__u32 rid, ifindex;
 
 	if (!ctx || !io || pkt4_view(ctx, io, p))
-		return -1;
+		return STEP_NEXT;
 	if (!nat4_keyable(p, XDPR_CT_OUT) || p->proto == IPPROTO_ICMP)
-		return -1;
+		return STEP_NEXT;
 	bk.out_addr = p->iph->daddr;
 	bk.out_port = p->dport;
 	bk.proto = p->proto;
 	b = bpf_map_lookup_elem(&xdpr_nat_bind, &bk);
 	if (!b)
-		return -1;
+		return STEP_NEXT;
 	rid = b->rule;
 	r = bpf_map_lookup_elem(&xdpr_nat_rules, &rid);
 	if (!r)
-		return -1;
+		return STEP_NEXT;
 	ifindex = r->ifindex;
 	if (!bpf_map_lookup_elem(&xdpr_ifaces, &ifindex))
-		return -1;
+		return STEP_NEXT;
 	/*
 	 * Filtering first, so a refused packet goes to the kernel untouched:
 	 * without EIF, the binding must already talk to this host's outside
@@ -69,7 +67,7 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 	io->hp_ifindex = ifindex;
 	io->hp_addr = bk.out_addr; /* the masquerade address the FIB would give */
 	io->hp_rule = rid;
-	return NAT_HAIRPIN;
+	return STEP_HAIRPIN;
 }
 
 #endif /* XDPR_HAIRPIN_H */

@@ -15,9 +15,8 @@
 
 #include "nat_sess.h"
 #include "nat_xlate.h"
+#include "step.h"
 
-/* A NAT step's answer besides -1 (go on) and a reason: "create the session, then translate". */
-#define NAT_CREATE (-3)
 
 /* After a session's packet: refresh it (and, rarely, its binding); new state bits to both halves. */
 static __always_inline void nat_touch(const struct xdpr_ct_key *k, struct xdpr_ct_val *v, __u8 bits,
@@ -69,8 +68,8 @@ static __always_inline int nat_event_reason(int ev)
  * (existing session, or a new one where the rule filters endpoint-
  * independently).  A packet for a session whose TTL runs out here returns
  * XDPR_TX_ICMP_TTL, untranslated: the caller answers it (icmp4_send).
- * Returns -1 to go on routing (io->reversed when translated; io->orig_*
- * keep the destination as it arrived), NAT_CREATE, or an xdpr_reason.
+ * Returns STEP_NEXT to go on routing (io->reversed when translated; io->orig_*
+ * keep the destination as it arrived), STEP_NAT_CREATE, or an xdpr_reason.
  */
 __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 {
@@ -83,20 +82,20 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 	__u8 bits, state;
 
 	if (!ctx || !io || pkt4_view(ctx, io, p))
-		return -1;
+		return STEP_NEXT;
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	if (!cfg)
-		return -1;
+		return STEP_NEXT;
 	io->orig_daddr = p->iph->daddr;
 	io->orig_dport = p->dport;
 	if (p->proto == IPPROTO_ICMP && p->icmp_err) {
 		if (p->iph->ttl > 1 && nat4_icmp_err(p, XDPR_CT_IN) > 0)
 			p->reversed = 1;
 		pkt4_back(p, io);
-		return -1;
+		return STEP_NEXT;
 	}
 	if (!nat4_keyable(p, XDPR_CT_IN))
-		return -1;
+		return STEP_NEXT;
 	nat4_key(p, XDPR_CT_IN, &k);
 	v = bpf_map_lookup_elem(&xdpr_nat_ct, &k);
 	if (v) {
@@ -111,11 +110,11 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 				/* a lone inbound half cannot be trusted */
 				bpf_map_delete_elem(&xdpr_nat_ct, &k);
 				nat_count(v->rule, XDPR_NE_PAIR_REPAIRED);
-				return -1;
+				return STEP_NEXT;
 			}
 			if (nat_idle(&ok, ov, now, &state) > nat_timeout(cfg, k.proto, state | bits)) {
 				nat_sweep_key(&ok, ov, now, cfg, 0);
-				return -1;
+				return STEP_NEXT;
 			}
 		}
 		if (p->iph->ttl <= 1)
@@ -125,7 +124,7 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 		nat_count(v->rule, XDPR_NE_XLATE_IN);
 		p->reversed = 1;
 		pkt4_back(p, io);
-		return -1;
+		return STEP_NEXT;
 	}
 
 	/* No session: is it a binding, and does its rule let strangers in? */
@@ -137,7 +136,7 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 		__u32 rid;
 
 		if (!b || (READ_ONCE_U64(b->state) & XDPR_BIND_DYING))
-			return -1;
+			return STEP_NEXT;
 		rid = b->rule;
 		r = bpf_map_lookup_elem(&xdpr_nat_rules, &rid);
 		if (!r || !(r->flags & XDPR_NAT_EIF)) {
@@ -149,7 +148,7 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 		/* endpoint-independent filtering: open the session from this side */
 		sc = nat_scratch();
 		if (!sc)
-			return -1;
+			return STEP_NEXT;
 		q = &sc->q;
 		q->key.saddr = b->in_addr;
 		q->key.daddr = k.saddr;
@@ -165,16 +164,16 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 		q->rule_id = rid;
 		q->state = nat4_state_bits(p, XDPR_CT_IN, &reopen);
 		q->from_in = 1;
-		return NAT_CREATE;
+		return STEP_NAT_CREATE;
 	}
-	return -1;
+	return STEP_NEXT;
 }
 
 /*
  * Outbound: the packet leaves through out (an interface with NAT rules).
  * Finds the rule for its source, then the session (or creates it), and
  * rewrites the source.  fib_src is the masquerade address the FIB gave
- * (0 if none).  Returns -1 to go on, NAT_CREATE (the request for a new
+ * (0 if none).  Returns STEP_NEXT to go on, STEP_NAT_CREATE (the request for a new
  * session is in the scratch: nat4_create), or an xdpr_reason (drops are
  * counted per rule too).
  */
@@ -194,11 +193,11 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_ifind
 	__u8 bits;
 
 	if (!ctx || !io || pkt4_view(ctx, io, p))
-		return -1;
+		return STEP_NEXT;
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	out = bpf_map_lookup_elem(&xdpr_ifaces, &out_ifindex);
 	if (!cfg || !out)
-		return -1;
+		return STEP_NEXT;
 	saddr = p->iph->saddr;
 	for (int i = 0; i < XDPR_NAT_IF_RULES; i++) {
 		__u32 id;
@@ -214,7 +213,7 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_ifind
 		r = NULL;
 	}
 	if (!r)
-		return -1; /* not an inside source of this interface */
+		return STEP_NEXT; /* not an inside source of this interface */
 
 	if (r->flags & XDPR_NAT_MASQ)
 		out_addr = (cfg->flags & XDPR_CFG_FIB_SRC) ? fib_src : r->masq_addr;
@@ -226,11 +225,11 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_ifind
 		return XDPR_DROP_NAT_UNTRANSLATABLE;
 	}
 	if (saddr == out_addr)
-		return -1;
+		return STEP_NEXT;
 
 	if (p->proto == IPPROTO_ICMP && p->icmp_err) {
 		if (nat4_icmp_err(p, XDPR_CT_OUT) > 0)
-			return -1;
+			return STEP_NEXT;
 		nat_count(rid, XDPR_NE_UNTRANSLATABLE);
 		return XDPR_DROP_NAT_UNTRANSLATABLE;
 	}
@@ -269,7 +268,7 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_ifind
 			nat4_xlate(p, XDPR_CT_OUT, q->out.xaddr, q->out.xport);
 			nat_count(rid, XDPR_NE_XLATE_OUT);
 			pkt4_back(p, io);
-			return -1;
+			return STEP_NEXT;
 		}
 		/* timed out: counted as expired; moved: counted above */
 		if (nat_sess_delete(&q->key, &q->out, now) && dead == 2)
@@ -282,15 +281,15 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_ifind
 	q->rule_id = rid;
 	q->state = bits;
 	q->from_in = 0;
-	return NAT_CREATE;
+	return STEP_NAT_CREATE;
 }
 
 /*
- * Second half of a NAT step that asked for a session (NAT_CREATE): create
+ * Second half of a NAT step that asked for a session (STEP_NAT_CREATE): create
  * the session the scratch request describes, then translate the packet
  * (outbound: its source; opened from outside: its destination).  Kept
  * apart from the steps so that no call chain nests deeper than the BPF
- * stack allows.  Returns -1 to go on, or an xdpr_reason.
+ * stack allows.  Returns STEP_NEXT to go on, or an xdpr_reason.
  */
 __noinline int nat4_create(struct xdp_md *ctx, struct pkt4_io *io)
 {
@@ -322,7 +321,7 @@ __noinline int nat4_create(struct xdp_md *ctx, struct pkt4_io *io)
 		nat_count(q->rule_id, XDPR_NE_XLATE_OUT);
 	}
 	pkt4_back(p, io);
-	return -1;
+	return STEP_NEXT;
 }
 
 /*

@@ -19,6 +19,9 @@
 
 #define NSEC 1000000000ULL
 
+/* NAT helpers return an enum xdpr_nat_event saying why not, or this. */
+#define NAT_OK (-1)
+
 static __always_inline void nat_count_n(__u32 rule, __u32 event, __u32 n)
 {
 	__u32 key = rule * XDPR_NE_MAX + event;

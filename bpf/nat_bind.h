@@ -334,7 +334,7 @@ static long alloc_cb(__u32 i, struct alloc_ctx *c)
  * the whole range.  When a whole range has been probed in vain the rule is
  * "exhausted" on this CPU for a second: packets then fail at once instead
  * of probing (ports freed meanwhile are found within that second).
- * Ports a socket of the router holds are skipped.  Returns -1 with q->port
+ * Ports a socket of the router holds are skipped.  Returns NAT_OK with q->port
  * and q->gen set, or an enum xdpr_nat_event.  A global function (verified
  * once); the request is in the per-CPU scratch.
  */
@@ -412,7 +412,7 @@ __noinline int nat_alloc(struct xdp_md *ctx)
 		nat_count(q->rule_id, XDPR_NE_PORT_REUSED);
 	q->port = bpf_htons(a.port);
 	q->gen = XDPR_BIND_GEN(sc->nb.state);
-	return -1;
+	return NAT_OK;
 #undef a
 }
 

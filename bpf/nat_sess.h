@@ -61,7 +61,7 @@ static __always_inline void host_wait(__be32 addr)
 /*
  * One more session for an inside host.  The count is changed only by CAS;
  * an entry whose count reaches 0 is marked DYING and deleted, so the hosts
- * map holds hosts with sessions only.  Returns -1 (taken; the count with
+ * map holds hosts with sessions only.  Returns NAT_OK (taken; the count with
  * it in the scratch request's host_n), or an enum xdpr_nat_event.  Global.
  */
 __noinline int host_get(__be32 addr, __u32 limit)
@@ -91,7 +91,7 @@ __noinline int host_get(__be32 addr, __u32 limit)
 			return XDPR_NE_HOST_LIMIT;
 		if (__sync_val_compare_and_swap(&h->nsess, c, c + 1) == c) {
 			sc->q.host_n = c + 1;
-			return -1;
+			return NAT_OK;
 		}
 	}
 	return XDPR_NE_BUSY;
@@ -376,7 +376,7 @@ __noinline int nat_evict(void)
 /* ------------------------------------------------------------ creation */
 
 /*
- * Insert the two halves of the request's session.  -1 done (q->out set),
+ * Insert the two halves of the request's session.  NAT_OK (q->out set),
  * or an event.  EEXIST is never "table full": the same session from
  * another CPU is adopted; an expired session of a former owner of the port
  * is swept and the insert tried once more.  Global, like the next two.
@@ -452,7 +452,7 @@ __noinline int nat_insert(void)
 		return err == -EEXIST ? XDPR_NE_BUSY : XDPR_NE_TABLE_FULL;
 	}
 	q->out = *v;
-	return -1;
+	return NAT_OK;
 }
 
 /* Binding for the request: the endpoint's mapping, or a new port claimed for it. */
@@ -470,7 +470,7 @@ __noinline int nat_bind(struct xdp_md *ctx)
 	for (int tries = 0; tries < 3; tries++) {
 		res = eim_get(q, &stale);
 		if (res == EIM_HIT)
-			return -1;
+			return NAT_OK;
 		if (q->from_in)
 			return XDPR_NE_NO_PORT; /* an inbound packet never makes a new mapping */
 		if (res == EIM_CLAIMING || !eim_claim(q, res, stale)) {
@@ -479,7 +479,7 @@ __noinline int nat_bind(struct xdp_md *ctx)
 			continue;
 		}
 		ev = nat_alloc(ctx);
-		eim_publish(q, ev < 0 ? q->gen : 0);
+		eim_publish(q, ev == NAT_OK ? q->gen : 0);
 		return ev;
 	}
 	return XDPR_NE_BUSY;
@@ -488,7 +488,7 @@ __noinline int nat_bind(struct xdp_md *ctx)
 /*
  * Create the session of the request in the per-CPU scratch: host count,
  * binding, both halves; when the table is full, evict and try once more.
- * Returns -1 with q->out set, or an enum xdpr_nat_event saying why not
+ * Returns NAT_OK with q->out set, or an enum xdpr_nat_event saying why not
  * (XDPR_NE_ADOPTED: another CPU made the same session; q->out is it).
  */
 static __always_inline int nat_create(struct xdp_md *ctx)
@@ -520,10 +520,10 @@ static __always_inline int nat_create(struct xdp_md *ctx)
 		if (ev != XDPR_NE_TABLE_FULL || tries || !nat_evict())
 			break;
 	}
-	if (ev < 0) {
+	if (ev == NAT_OK) {
 		nat_count(q->rule_id, XDPR_NE_SESS_NEW);
 		nat_ring_push(&q->key, &q->cfg, q->now);
-		return -1;
+		return NAT_OK;
 	}
 	/* nothing created: give back the host count and the binding reference */
 	nat_release(q->key.saddr, q->out_addr, q->port, q->key.proto, q->gen, q->now);
