@@ -365,6 +365,35 @@ static int plain_fd(struct xdpr *x, struct shared *sh)
 }
 
 /*
+ * The dispatcher refused the program: kernels from 6.13 (and 6.12 stable)
+ * refuse an extension that changes packet data (xdpr sends ICMP errors
+ * from XDP, bpf_xdp_adjust_head/tail) in a dispatcher slot that does not.
+ * The failed load used up the object: load a fresh one as a plain XDP
+ * program, which libxdp attaches directly.
+ */
+static int attach_plain(struct xdpr *x, struct shared *sh, __u32 ifindex, enum xdp_attach_mode xm)
+{
+	int fd;
+
+	xdp_program__close(sh->prog);
+	xdpr_bpf__destroy(sh->skel);
+	sh->prog = NULL;
+	sh->skel = xdpr_bpf__open();
+	if (!sh->skel)
+		return -errno;
+	if (xdpr_reuse_maps(x, sh->skel->obj))
+		return -EINVAL;
+	bpf_program__set_autoload(sh->skel->progs.xdpr_nat_gc, false);
+	bpf_program__set_autoload(sh->skel->progs.xdpr_probe, false);
+	fd = plain_fd(x, sh);
+	if (fd < 0)
+		return fd;
+	snprintf(sh->why, sizeof(sh->why), "%s",
+		 "the dispatcher refuses a program that resizes packets (ICMP errors sent from XDP)");
+	return xdp_program__attach(sh->prog, ifindex, xm, 0);
+}
+
+/*
  * Put the shared program on a device.  Another program there is replaced
  * in one step when it is alone and in our mode (XDP_FLAGS_REPLACE names
  * the program expected, so a concurrent change fails instead of being
@@ -407,6 +436,8 @@ static int put_prog(struct xdpr *x, struct shared *sh, struct pending *pd, const
 		}
 	}
 	err = xdpr_fault("attach", name) ? -EIO : xdp_program__attach(sh->prog, pd->ifindex, xm, 0);
+	if (err == -EINVAL && xdp_program__fd(sh->prog) < 0 && !getenv("LIBXDP_SKIP_DISPATCHER"))
+		err = attach_plain(x, sh, pd->ifindex, xm);
 	if (!err)
 		return 0;
 	if (err == -EOPNOTSUPP && mode == XDPR_MODE_NATIVE)
