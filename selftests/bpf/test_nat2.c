@@ -294,6 +294,246 @@ static bool live_port(__u8 proto)
 static bool t_live_port_udp(void) { return live_port(IPPROTO_UDP); }
 static bool t_live_port_tcp(void) { return live_port(IPPROTO_TCP); }
 
+/*
+ * The ICMP error XDP answers a frame that arrived on dev with, every field
+ * written from its definition: back to the sender's MAC from dev's; IPv4
+ * tos 0xc0, id 0, no fragment bits, TTL 64, from src (the address the
+ * packet was sent to) to dst; type/code, bytes 4-5 zero and 6-7 the
+ * next-hop MTU (0 unless "fragmentation needed"); the quote is the
+ * packet's IP header + 8 bytes exactly as they arrived.
+ */
+static void icmp_answer(struct frame *w, const char *dev, const struct frame *in, const char *src,
+			const char *dst, __u8 type, __u8 code, __u16 mtu)
+{
+	const __u8 *q = in->b + ETH_HLEN;
+	int qlen = (q[0] & 0xf) * 4 + 8;
+	__u8 *iph = w->b + ETH_HLEN, *ic = iph + 20, peer[6];
+	__be32 s = ip(src), d = ip(dst);
+
+	memset(w, 0, sizeof(*w));
+	mac_parse(dev_get(dev)->peer_mac, peer);
+	memcpy(w->b, peer, 6);
+	memcpy(w->b + 6, dev_get(dev)->hw, 6);
+	put16(w->b + 12, ETH_P_IP);
+	iph[0] = 0x45;
+	iph[1] = 0xc0;
+	put16(iph + 2, 20 + 8 + qlen);
+	iph[8] = 64;
+	iph[9] = IPPROTO_ICMP;
+	memcpy(iph + 12, &s, 4);
+	memcpy(iph + 16, &d, 4);
+	put16(iph + 10, ~fold(sum16(iph, 20, 0)));
+	ic[0] = type;
+	ic[1] = code;
+	put16(ic + 6, mtu);
+	memcpy(ic + 8, q, qlen);
+	put16(ic + 2, ~fold(sum16(ic, 8 + qlen, 0)));
+	w->len = ETH_HLEN + 20 + 8 + qlen;
+}
+
+/*
+ * Issue 10, "inbound TTL <= 1 packets are delivered locally instead of
+ * answered with time-exceeded": the router must answer, from XDP, with the
+ * packet as it arrived (outside addresses), and change no session.
+ */
+static bool ttl1_in(const char *what, const struct pkt *k, int reason_ok)
+{
+	struct frame f, w;
+
+	in_frame(&f, "r1", k);
+	icmp_answer(&w, "r1", &f, k->dst, k->src, 11, 0, 0);
+	return step(what, "r1", &f, reason_ok, &w, NOEV);
+}
+
+static bool t_ttl1_in(void)
+{
+	struct pkt a = { .src = IN2, .dst = REM, .sport = 700, .dport = 53 };
+	struct xdpr_ct_key ko, ki;
+	struct xdpr_ct_val vo, vi, vo2, vi2;
+	struct xdpr_bind b0, b1;
+	__u16 p, id;
+	bool ok = true;
+
+	fresh_all();
+	/* inside port 700 is outside the range: the quote must show the outside port */
+	p = open_flow("udp 10.0.1.2:700 -> 10.0.2.2:53", a, EV(XOUT, NEW), &ok);
+	if (!halves(IN2, REM, 700, 53, IPPROTO_UDP, &ko, &vo, &ki, &vi) ||
+	    !bind_read(OUTA, p, IPPROTO_UDP, &b0))
+		return false;
+	ok &= ttl1_in("udp reply with TTL 1",
+		      &(struct pkt){ .src = REM, .dst = OUTA, .sport = 53, .dport = p, .ttl = 1 },
+		      XDPR_TX_ICMP_TTL);
+	cur_step = "after";
+	ok &= expect(ct_get(&ko, &vo2) && !memcmp(&vo, &vo2, sizeof(vo)), "outbound half changed");
+	ok &= expect(ct_get(&ki, &vi2) && !memcmp(&vi, &vi2, sizeof(vi)), "inbound half changed");
+	ok &= expect(bind_read(OUTA, p, IPPROTO_UDP, &b1) && !memcmp(&b0, &b1, sizeof(b0)),
+		     "binding changed");
+	ok &= expect(host_nsess(IN2) == 1, "host count %u, expected 1", host_nsess(IN2));
+	cur_step = NULL;
+	ok &= reply_in("the same reply with TTL 64 is translated",
+		       (struct pkt){ .src = REM, .dst = OUTA, .sport = 53, .dport = p }, IN2, 700);
+
+	/* an echo reply: ICMP quoted in ICMP */
+	id = open_flow("echo request 10.0.1.2 id 0x77 out",
+		       (struct pkt){ .src = IN2, .dst = REM, .proto = IPPROTO_ICMP, .type = 8,
+				     .sport = 0x77, .dport = 1 }, EV(XOUT, NEW), &ok);
+	ok &= ttl1_in("echo reply with TTL 1",
+		      &(struct pkt){ .src = REM, .dst = OUTA, .proto = IPPROTO_ICMP, .type = 0,
+				     .sport = id, .dport = 1, .ttl = 1 }, XDPR_TX_ICMP_TTL);
+
+	/* endpoint-independent filtering: a stranger's TTL 1 packet opens no session */
+	rule_write(1, XDPR_NAT_MASQ | XDPR_NAT_EIF, "0.0.0.0", 0, NULL, 0, 1024, 65535);
+	ok &= ttl1_in("EIF: from 10.0.2.3:1234 (no session yet) with TTL 1",
+		      &(struct pkt){ .src = REM3, .dst = OUTA, .sport = 1234, .dport = p, .ttl = 1 },
+		      XDPR_TX_ICMP_TTL);
+	ok &= no_sess("EIF: no session from the TTL 1 packet", IN2, REM3, 700, 1234, IPPROTO_UDP);
+	return ok;
+}
+
+/* The static neighbours (an interface's last address going flushes them). */
+static void neighs_restore(void)
+{
+	for (size_t i = 0; i < sizeof(neighs) / sizeof(neighs[0]); i++)
+		if (sh("/sbin/ip neigh replace %s lladdr %s dev %s nud permanent", neighs[i].ip,
+		       neighs[i].mac, neighs[i].dev))
+			die("cannot restore neighbour %s", neighs[i].ip);
+}
+
+/* The namespace as set up: addresses, MTUs, routes, neighbours (after a case changed them). */
+static void net_restore(void)
+{
+	if (sh("/sbin/ip link set r0 mtu 1500 && /sbin/ip link set r1 mtu 1500 && "
+	       "/sbin/ip addr replace 10.0.1.1/24 dev r0 && /sbin/ip addr replace 10.0.2.1/24 dev r1 && "
+	       "/sbin/ip route replace 10.9.4.0/24 via 10.0.2.2 dev r1 mtu lock 1280"))
+		die("cannot restore the namespace's addresses and routes");
+	neighs_restore();
+}
+
+/*
+ * Issue 10, "Inbound packets handed to the kernel already translated
+ * (FRAG_NEEDED towards a smaller inside MTU)": the kernel's "fragmentation
+ * needed" then quoted the inside address and port to the outside, and
+ * PMTUD through the NAT failed.  Inside link MTU 1400, outside 1500.
+ */
+static bool big_in(const char *what, struct pkt k, int plen, __u16 mtu)
+{
+	struct frame f, w;
+
+	k.frag = 0x4000;
+	k.plen = plen;
+	in_frame(&f, "r1", &k);
+	icmp_answer(&w, "r1", &f, OUTA, REM, 3, 4, mtu);
+	return step(what, "r1", &f, XDPR_TX_ICMP_FRAG, &w, EV(XIN));
+}
+
+static bool t_pmtud(void)
+{
+	struct pkt u = { .src = IN2, .dst = REM, .sport = 700, .dport = 53 };
+	struct pkt t = { .src = IN2, .dst = REM, .proto = IPPROTO_TCP, .sport = 800, .dport = 80,
+			 .flags = TCP_SYN, .plen = NONE };
+	struct pkt ru = { .src = REM, .dst = OUTA, .sport = 53 };
+	struct pkt rt = { .src = REM, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 80,
+			  .flags = TCP_ACK };
+	struct frame f, w;
+	struct pkt x;
+	bool ok = true;
+
+	fresh_all();
+	if (sh("/sbin/ip link set r0 mtu 1400"))
+		die("cannot set r0's MTU");
+	ru.dport = open_flow("udp 10.0.1.2:700 -> 10.0.2.2:53", u, EV(XOUT, NEW), &ok);
+	rt.dport = open_flow("tcp SYN 10.0.1.2:800 -> 10.0.2.2:80", t, EV(XOUT, NEW), &ok);
+	note("outside ports: udp %u, tcp %u", ru.dport, rt.dport);
+
+	ok &= big_in("udp 1500 bytes DF to the session", ru, 1472, 1400);
+	ok &= big_in("tcp 1500 bytes DF to the session", rt, 1460, 1400);
+	ok &= big_in("udp 1401 bytes DF", ru, 1373, 1400);
+
+	/* 1400 bytes fit: translated and forwarded */
+	x = ru;
+	x.frag = 0x4000;
+	x.plen = 1372;
+	in_frame(&f, "r1", &x);
+	x = dnat(x, IN2, 700, true);
+	fwd_frame(&w, "r0", &x);
+	ok &= step("udp 1400 bytes DF fits", "r1", &f, XDPR_FWD, &w, EV(XIN));
+
+	/* without DF the kernel fragments it: handed over translated, TTL and L2 as they came */
+	x = ru;
+	x.plen = 1472;
+	in_frame(&f, "r1", &x);
+	x = dnat(x, IN2, 700, false);
+	in_frame(&w, "r1", &x);
+	ok &= step("udp 1500 bytes without DF", "r1", &f, XDPR_PASS_FIB_FRAG_NEEDED, &w, EV(XIN));
+	net_restore();
+	return ok;
+}
+
+/*
+ * Issue 10, "Inbound packets handed to the kernel already translated (...
+ * dead inside neighbour)": the kernel's "host unreachable" would quote the
+ * inside address.  Dropped and counted; what the program leaves in the
+ * dropped buffer is checked too (translated in place, never transmitted).
+ */
+static bool in_fail(const char *what, const char *in, __u16 inp, __u16 outp, int reason)
+{
+	struct pkt k = { .src = REM, .dst = OUTA, .sport = 53, .dport = outp };
+	struct pkt x = dnat(k, in, inp, false);
+	struct frame f, w;
+
+	in_frame(&f, "r1", &k);
+	in_frame(&w, "r1", &x);
+	return step(what, "r1", &f, reason, &w, EV(XIN));
+}
+
+static bool t_in_no_neigh(void)
+{
+	bool ok = true;
+	__u16 p;
+
+	fresh_all();
+	p = open_flow("10.0.1.4:5000 (no neighbour) -> 10.0.2.2:53",
+		      (struct pkt){ .src = IN4, .dst = REM, .sport = 5000, .dport = 53 },
+		      EV(XOUT, NEW, KEPT), &ok);
+	ok &= in_fail("reply to 10.0.1.4, no neighbour", IN4, 5000, p, XDPR_DROP_NAT_IN_NO_NEIGH);
+
+	p = open_flow("10.0.1.3:5001 -> 10.0.2.2:53",
+		      (struct pkt){ .src = IN3, .dst = REM, .sport = 5001, .dport = 53 },
+		      EV(XOUT, NEW, KEPT), &ok);
+	if (sh("/sbin/ip neigh del 10.0.1.3 dev r0"))
+		die("cannot delete neighbour 10.0.1.3");
+	ok &= in_fail("reply to 10.0.1.3 after its neighbour entry went", IN3, 5001, p,
+		      XDPR_DROP_NAT_IN_NO_NEIGH);
+	net_restore();
+	ok &= reply_in("reply to 10.0.1.3 with its neighbour back",
+		       (struct pkt){ .src = REM, .dst = OUTA, .sport = 53, .dport = p }, IN3, 5001);
+	return ok;
+}
+
+static bool t_in_no_route(void)
+{
+	static const char *const kinds[] = { "unreachable", "blackhole", "prohibit" };
+	char what[96];
+	bool ok = true;
+	__u16 p;
+
+	fresh_all();
+	p = open_flow("10.0.1.3:5000 -> 10.0.2.2:53",
+		      (struct pkt){ .src = IN3, .dst = REM, .sport = 5000, .dport = 53 },
+		      EV(XOUT, NEW, KEPT), &ok);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (sh("/sbin/ip route replace %s 10.0.1.3/32", kinds[i]))
+			die("cannot add a %s route", kinds[i]);
+		snprintf(what, sizeof(what), "reply to 10.0.1.3, its route: %s", kinds[i]);
+		ok &= in_fail(what, IN3, 5000, p, XDPR_DROP_NAT_IN_NO_ROUTE);
+	}
+	if (sh("/sbin/ip route del 10.0.1.3/32"))
+		die("cannot delete the route to 10.0.1.3");
+	ok &= reply_in("reply to 10.0.1.3 with the route gone again",
+		       (struct pkt){ .src = REM, .dst = OUTA, .sport = 53, .dport = p }, IN3, 5000);
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -302,6 +542,14 @@ static const struct {
 	  "however old", t_live_port_udp },
 	{ "live flow keeps its port (TCP established): never reclaimed, however old",
 	  t_live_port_tcp },
+	{ "inbound TTL 1 to a session: time exceeded from XDP, quoting the packet as it arrived",
+	  t_ttl1_in },
+	{ "PMTUD through the NAT: fragmentation needed from XDP quoting the outside address "
+	  "and port; without DF handed over translated", t_pmtud },
+	{ "inside neighbour unknown: never handed over translated (drop_nat_in_no_neigh)",
+	  t_in_no_neigh },
+	{ "no route to the inside host: never handed over translated (drop_nat_in_no_route)",
+	  t_in_no_route },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
