@@ -534,6 +534,86 @@ static bool t_in_no_route(void)
 	return ok;
 }
 
+/* Ethernet padding after the IP packet: bytes that are not part of it. */
+static const __u8 pad16[16] = { 0xde, 0xad, 0xbe, 0xef, 0x5a, 0xa5, 0x12, 0x34,
+				0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10 };
+
+static void pad(struct frame *f, const __u8 *bytes, int n)
+{
+	memcpy(f->b + f->len, bytes, n);
+	f->len += n;
+}
+
+/*
+ * Issue 10, "L4 parsing uses the frame end instead of the IP total length
+ * (Ethernet padding gets parsed and rewritten, which can corrupt an ICMP
+ * error's checksum)".  Each frame carries 16 bytes of padding after the IP
+ * packet; output checksums are recomputed over the total length and the
+ * padding must come out unchanged.  In the TCP quote of 8 bytes, padding
+ * bytes 8-9 sit where a parser reading past the total length finds "the
+ * TCP checksum".
+ */
+static bool padded_err_in(const char *what, const struct pkt *left, __u16 inp, const char *from,
+			  __u8 type, __u8 code)
+{
+	__u8 qb[FRAME_MAX], wb[FRAME_MAX];
+	struct pkt q = *left, e, x;
+	struct frame f, w;
+
+	e = icmp_err(from, OUTA, type, code, &q, 28, qb);
+	in_frame(&f, "r1", &e);
+	pad(&f, pad16, sizeof(pad16));
+	q = snat(q, IN2, inp, false);
+	x = icmp_err(from, IN2, type, code, &q, 28, wb);
+	x.ttl = 63;
+	fwd_frame(&w, "r0", &x);
+	pad(&w, pad16, sizeof(pad16));
+	return step(what, "r1", &f, XDPR_FWD, &w, EV([XDPR_NE_ICMP_ERR_IN] = 1));
+}
+
+static bool t_l4_tot_len(void)
+{
+	struct pkt u = { .src = IN2, .dst = REM, .sport = 700, .dport = 53, .plen = NONE };
+	struct pkt t = { .src = IN2, .dst = REM, .proto = IPPROTO_TCP, .sport = 800, .dport = 80,
+			 .plen = 200 };
+	struct result *r = calloc(1, sizeof(*r));
+	struct frame f, w;
+	struct pkt x;
+	__u16 pu = 0, pt;
+	bool ok = true;
+
+	if (!r)
+		die("out of memory");
+	fresh_all();
+	in_frame(&f, "r0", &u);
+	pad(&f, pad16, sizeof(pad16));
+	run("r0", &f, r);
+	ok &= out_of(IN2, REM, 700, 53, IPPROTO_UDP, NULL, &pu);
+	x = snat(u, OUTA, pu, true);
+	fwd_frame(&w, "r1", &x);
+	pad(&w, pad16, sizeof(pad16));
+	ok &= check("udp out, 8-byte datagram + 16 bytes of padding", r, XDPR_FWD, &w, EV(XOUT, NEW));
+	free(r);
+
+	x = (struct pkt){ .src = REM, .dst = OUTA, .sport = 53, .dport = pu, .plen = NONE };
+	in_frame(&f, "r1", &x);
+	pad(&f, pad16, sizeof(pad16));
+	x = dnat(x, IN2, 700, true);
+	fwd_frame(&w, "r0", &x);
+	pad(&w, pad16, sizeof(pad16));
+	ok &= step("udp reply in + 16 bytes of padding", "r1", &f, XDPR_FWD, &w, EV(XIN));
+
+	ok &= padded_err_in("port unreachable quoting IP + 8 bytes of udp, + padding",
+			    &(struct pkt){ .src = OUTA, .dst = REM, .sport = pu, .dport = 53,
+					   .plen = NONE, .ttl = 63 }, 700, REM, 3, 3);
+
+	pt = open_flow("tcp 10.0.1.2:800 -> 10.0.2.2:80", t, EV(XOUT, NEW), &ok);
+	ok &= padded_err_in("host unreachable quoting IP + 8 bytes of tcp, + padding",
+			    &(struct pkt){ .src = OUTA, .dst = REM, .proto = IPPROTO_TCP, .sport = pt,
+					   .dport = 80, .plen = 200, .ttl = 63 }, 800, HOP, 3, 1);
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -550,6 +630,8 @@ static const struct {
 	  t_in_no_neigh },
 	{ "no route to the inside host: never handed over translated (drop_nat_in_no_route)",
 	  t_in_no_route },
+	{ "L4 parsing stops at the IP total length: Ethernet padding neither parsed nor rewritten",
+	  t_l4_tot_len },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
