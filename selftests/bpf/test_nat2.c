@@ -614,6 +614,86 @@ static bool t_l4_tot_len(void)
 	return ok;
 }
 
+/*
+ * Issue 10, "an unset masquerade address lets packets leave untranslated":
+ * masquerade to an interface without an IPv4 address must drop.  With
+ * BPF_FIB_LOOKUP_SRC the kernel would pick any other interface's address
+ * of a fitting scope (inet_select_addr), so r0's address is made
+ * link-scoped meanwhile: then the FIB has no source to give.
+ */
+static bool t_masq_no_addr(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct xdpr_nat_rule r;
+	__u32 id = 1, saved;
+	struct frame f;
+	bool ok = true;
+
+	fresh_all();
+	if (sh("/sbin/ip addr del 10.0.2.1/24 dev r1 && /sbin/ip route add 10.0.2.0/24 dev r1 && "
+	       "/sbin/ip addr del 10.0.1.1/24 dev r0 && "
+	       "/sbin/ip addr add 10.0.1.1/24 dev r0 scope link"))
+		die("cannot remove r1's address");
+	neighs_restore();
+	in_frame(&f, "r0", &k);
+	if (cfg_flags & XDPR_CFG_FIB_SRC)
+		ok &= step("r1 without an address, BPF_FIB_LOOKUP_SRC", "r0", &f,
+			   XDPR_DROP_NAT_UNTRANSLATABLE, NULL, EV([XDPR_NE_NO_ADDR] = 1));
+	else
+		note("no BPF_FIB_LOOKUP_SRC on this kernel: that half not run");
+	ok &= no_sess("no session", IN2, REM, 5000, 53, IPPROTO_UDP);
+
+	/* without BPF_FIB_LOOKUP_SRC: the rule's address as the CLI keeps it, 0 for none */
+	fresh_all();
+	saved = cfg_flags;
+	cfg_flags &= ~XDPR_CFG_FIB_SRC;
+	cfg_defaults();
+	cfg_flags = saved;
+	if (bpf_map_lookup_elem(rules_fd, &id, &r))
+		die("cannot read rule 1: %s", strerror(errno));
+	r.masq_addr = 0;
+	if (bpf_map_update_elem(rules_fd, &id, &r, BPF_ANY))
+		die("cannot write rule 1: %s", strerror(errno));
+	ok &= step("r1 without an address, masq_addr 0", "r0", &f, XDPR_DROP_NAT_UNTRANSLATABLE,
+		   NULL, EV([XDPR_NE_NO_ADDR] = 1));
+	ok &= no_sess("no session", IN2, REM, 5000, 53, IPPROTO_UDP);
+	if (sh("/sbin/ip route del 10.0.2.0/24 dev r1 && /sbin/ip addr del 10.0.1.1/24 dev r0"))
+		die("cannot undo the address changes");
+	net_restore();
+	return ok;
+}
+
+/*
+ * The same with the router as it always is: another interface (the inside
+ * one here) has an address.  Found writing the case above: the FIB then
+ * gives that address as the source (inet_select_addr falls back to any
+ * interface's), and the packet leaves r1 masqueraded as 10.0.1.1, the
+ * router's inside address, which r1 does not own and no reply can reach.
+ */
+static bool t_masq_other_addr(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct frame f;
+	bool ok;
+
+	fresh_all();
+	if (!(cfg_flags & XDPR_CFG_FIB_SRC)) {
+		note("no BPF_FIB_LOOKUP_SRC on this kernel: nothing to check");
+		return true;
+	}
+	if (sh("/sbin/ip addr del 10.0.2.1/24 dev r1 && /sbin/ip route add 10.0.2.0/24 dev r1"))
+		die("cannot remove r1's address");
+	neighs_restore();
+	in_frame(&f, "r0", &k);
+	ok = step("r1 without an address, r0 with 10.0.1.1/24", "r0", &f,
+		  XDPR_DROP_NAT_UNTRANSLATABLE, NULL, EV([XDPR_NE_NO_ADDR] = 1));
+	ok &= no_sess("no session", IN2, REM, 5000, 53, IPPROTO_UDP);
+	if (sh("/sbin/ip route del 10.0.2.0/24 dev r1"))
+		die("cannot undo the route change");
+	net_restore();
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -632,6 +712,8 @@ static const struct {
 	  t_in_no_route },
 	{ "L4 parsing stops at the IP total length: Ethernet padding neither parsed nor rewritten",
 	  t_l4_tot_len },
+	{ "masquerade without an address: dropped, never untranslated", t_masq_no_addr },
+	{ "masquerade without an address: never another interface's address", t_masq_other_addr },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
