@@ -694,6 +694,85 @@ static bool t_masq_other_addr(void)
 	return ok;
 }
 
+/* ---- TCP ---- */
+
+/* The state bits of each half of in:inp -> REM:80. */
+static bool tcp_halves(const char *what, const char *in, __u16 inp, __u8 *out_state,
+		       __u8 *in_state)
+{
+	struct xdpr_ct_key ko, ki;
+	struct xdpr_ct_val vo, vi;
+	bool ok;
+
+	cur_step = what;
+	ok = halves(in, REM, inp, 80, IPPROTO_TCP, &ko, &vo, &ki, &vi);
+	cur_step = NULL;
+	*out_state = vo.state;
+	*in_state = vi.state;
+	return ok;
+}
+
+/*
+ * Issue 10, "TCP state bits only ever accumulate (a reopened connection
+ * keeps old FIN bits)": a connection reopened on the same 5-tuple then
+ * timed out as a closing one (tcp_trans) even once established.  Here
+ * tcp_trans is 2 s and tcp_est 100 s.
+ */
+static bool t_tcp_reopen(void)
+{
+	const __u8 est = XDPR_CT_SEEN_OUT | XDPR_CT_SEEN_IN;
+	const __u8 closed = est | XDPR_CT_FIN_OUT | XDPR_CT_FIN_IN;
+	__u8 so = 0, si = 0;
+	bool ok;
+
+	fresh_all();
+	cfg_write_tcp(100, 2);
+	ok = tcp_out("SYN", IN2, 40001, 40001, TCP_SYN, EV(XOUT, NEW, KEPT));
+	ok &= tcp_in("SYN-ACK", IN2, 40001, 40001, TCP_SYN | TCP_ACK);
+	ok &= tcp_out("ACK", IN2, 40001, 40001, TCP_ACK, EV(XOUT));
+	ok &= tcp_out("FIN out", IN2, 40001, 40001, TCP_FIN | TCP_ACK, EV(XOUT));
+	ok &= tcp_in("FIN in", IN2, 40001, 40001, TCP_FIN | TCP_ACK);
+	ok &= tcp_out("last ACK", IN2, 40001, 40001, TCP_ACK, EV(XOUT));
+	if (tcp_halves("closed", IN2, 40001, &so, &si))
+		ok &= expect(so == closed && si == closed, "closed: halves 0x%x / 0x%x, expected 0x%x",
+			     so, si, closed);
+	else
+		ok = false;
+
+	ok &= tcp_out("new SYN on the same 5-tuple", IN2, 40001, 40001, TCP_SYN, EV(XOUT));
+	if (tcp_halves("reopened", IN2, 40001, &so, &si))
+		ok &= expect(so == XDPR_CT_SEEN_OUT && si == 0, "after the new SYN: outbound half 0x%x "
+			     "(expected 0x%x, SEEN_OUT only), inbound half 0x%x (expected 0)", so,
+			     XDPR_CT_SEEN_OUT, si);
+	else
+		ok = false;
+	ok &= tcp_in("its SYN-ACK", IN2, 40001, 40001, TCP_SYN | TCP_ACK);
+	if (tcp_halves("established again", IN2, 40001, &so, &si))
+		ok &= expect(so == est && (so | si) == est, "established again: halves 0x%x / 0x%x, "
+			     "expected 0x%x, no FIN or RST bit", so, si, est);
+	else
+		ok = false;
+	/* idle past tcp_trans, within tcp_est: alive, as a new connection would be */
+	ok &= sess_age(IN2, REM, 40001, 80, IPPROTO_TCP, now_ns() - 10 * NS);
+	ok &= tcp_out("data after 10 s idle (tcp_trans 2 s, tcp_est 100 s)", IN2, 40001, 40001,
+		      TCP_PSH | TCP_ACK, EV(XOUT));
+	ok &= tcp_in("data in", IN2, 40001, 40001, TCP_PSH | TCP_ACK);
+
+	/* and a reopened connection that is not answered times out after tcp_trans */
+	ok &= tcp_out("FIN out", IN2, 40001, 40001, TCP_FIN | TCP_ACK, EV(XOUT));
+	ok &= tcp_in("FIN in", IN2, 40001, 40001, TCP_FIN | TCP_ACK);
+	ok &= tcp_out("new SYN", IN2, 40001, 40001, TCP_SYN, EV(XOUT));
+	ok &= sess_age(IN2, REM, 40001, 80, IPPROTO_TCP, now_ns() - 10 * NS);
+	ok &= tcp_out("its retransmission 10 s later: expired, made anew", IN2, 40001, 40001,
+		      TCP_SYN, EV(XOUT, NEW, [XDPR_NE_SESS_EXPIRED] = 1));
+	if (tcp_halves("made anew", IN2, 40001, &so, &si))
+		ok &= expect(so == XDPR_CT_SEEN_OUT && si == XDPR_CT_SEEN_OUT,
+			     "new session: halves 0x%x / 0x%x, expected 0x%x", so, si, XDPR_CT_SEEN_OUT);
+	else
+		ok = false;
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -714,6 +793,7 @@ static const struct {
 	  t_l4_tot_len },
 	{ "masquerade without an address: dropped, never untranslated", t_masq_no_addr },
 	{ "masquerade without an address: never another interface's address", t_masq_other_addr },
+	{ "TCP reopen clears FIN state: the new connection times out as one", t_tcp_reopen },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
