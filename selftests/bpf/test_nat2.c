@@ -773,6 +773,82 @@ static bool t_tcp_reopen(void)
 	return ok;
 }
 
+/*
+ * Issue 10, "One host can evict another's established connections": the
+ * default host limit equalled the table and eviction took the idlest
+ * session whoever held it, so one host's UDP burst reset another host's
+ * idle established TCP connection.  Here A may hold the whole table (host
+ * limit 2^30) and opens XDPR_NAT_MAX_SESS + 512 flows.
+ */
+static bool t_evict_greedy(void)
+{
+	const int nflows = XDPR_NAT_MAX_SESS + 512;
+	struct xdpr_ctr before[XDPR_REASON_MAX], after[XDPR_REASON_MAX];
+	struct evs e0, e1;
+	struct frame f;
+	int fwd = 0, ct;
+	__u64 evicted, created;
+	bool ok;
+
+	fresh_all();
+	cfg_write(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, 1u << 30);
+	ok = tcp_out("B: SYN", IN3, 40001, 40001, TCP_SYN, EV(XOUT, NEW, KEPT));
+	ok &= tcp_in("B: SYN-ACK", IN3, 40001, 40001, TCP_SYN | TCP_ACK);
+	ok &= tcp_out("B: ACK", IN3, 40001, 40001, TCP_ACK, EV(XOUT));
+
+	read_slot_sum(stats_fd, ncpus, dev_get("r0")->slot, before);
+	read_ev(1, &e0);
+	for (int i = 0; i < nflows; i++) {
+		struct pkt k = { .src = IN2, .dst = i < 60000 ? REM : REM3, .sport = 5000,
+				 .dport = 1 + i % 60000, .plen = NONE };
+		struct xdp_md ctx = { .ingress_ifindex = dev_get("r0")->ifindex };
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f.b, .ctx_in = &ctx,
+			    .ctx_size_in = sizeof(ctx), .repeat = 1);
+
+		in_frame(&f, "r0", &k);
+		ctx.data_end = f.len;
+		o.data_size_in = f.len;
+		if (bpf_prog_test_run_opts(prog_fd, &o))
+			die("BPF_PROG_TEST_RUN: %s", strerror(errno));
+		fwd += o.retval == XDP_REDIRECT;
+	}
+	read_slot_sum(stats_fd, ncpus, dev_get("r0")->slot, after);
+	read_ev(1, &e1);
+	ct = map_count(ct_fd);
+	evicted = e1.n[XDPR_NE_SESS_EVICTED] - e0.n[XDPR_NE_SESS_EVICTED];
+	created = e1.n[XDPR_NE_SESS_NEW] - e0.n[XDPR_NE_SESS_NEW];
+	note("A: %d flows, %d forwarded, %llu evicted; %d ct entries; hosts A %u, B %u", nflows, fwd,
+	     (unsigned long long)evicted, ct, host_nsess(IN2), host_nsess(IN3));
+	ok &= check_sess("B's established session", &(struct sess){ IN3, REM, OUTA, 40001, 80, 40001,
+			 IPPROTO_TCP, XDPR_CT_SEEN_OUT | XDPR_CT_SEEN_IN, 1, 1 });
+	ok &= expect(host_nsess(IN3) == 1, "B's host count %u, expected 1", host_nsess(IN3));
+	ok &= expect(fwd == nflows, "%d of A's %d flows not forwarded", nflows - fwd, nflows);
+	for (int i = 0; i < XDPR_REASON_MAX; i++) {
+		__u64 d = after[i].packets - before[i].packets;
+
+		ok &= expect(d == (i == XDPR_FWD ? (__u64)nflows : 0), "reason %s +%llu",
+			     xdpr_reason_name(i), (unsigned long long)d);
+	}
+	ok &= expect(created == (__u64)nflows, "sessions_new +%llu, expected +%d",
+		     (unsigned long long)created, nflows);
+	ok &= expect(evicted > 0, "nothing evicted: the table never filled");
+	/* conservation: what A created and lost is what it holds, and it holds the rest of the table */
+	ok &= expect(host_nsess(IN2) == XDPR_NAT_MAX_SESS - 1 &&
+		     created - evicted == XDPR_NAT_MAX_SESS - 1,
+		     "A holds %u sessions, created %llu, evicted %llu: expected %d held",
+		     host_nsess(IN2), (unsigned long long)created, (unsigned long long)evicted,
+		     XDPR_NAT_MAX_SESS - 1);
+	ok &= expect(ct == 2 * XDPR_NAT_MAX_SESS, "%d ct entries, expected %d", ct,
+		     2 * XDPR_NAT_MAX_SESS);
+	/* one binding for all of A's flows: 10.0.1.2:5000, the port kept */
+	ok &= ev_delta("A's flows", &e0, &e1, EV([XDPR_NE_XLATE_OUT] = nflows,
+		       [XDPR_NE_SESS_NEW] = nflows, [XDPR_NE_SESS_EVICTED] = evicted, KEPT));
+	ok &= tcp_out("B: data out after the burst", IN3, 40001, 40001, TCP_PSH | TCP_ACK, EV(XOUT));
+	ok &= tcp_in("B: data in after the burst", IN3, 40001, 40001, TCP_PSH | TCP_ACK);
+	fresh_all();
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -794,6 +870,8 @@ static const struct {
 	{ "masquerade without an address: dropped, never untranslated", t_masq_no_addr },
 	{ "masquerade without an address: never another interface's address", t_masq_other_addr },
 	{ "TCP reopen clears FIN state: the new connection times out as one", t_tcp_reopen },
+	{ "one host cannot evict another's established connection; a greedy host evicts its own",
+	  t_evict_greedy },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
