@@ -957,6 +957,75 @@ static bool t_holddown_not_exhausted(void)
 	return ok;
 }
 
+/* ---- the router's own sockets ---- */
+
+static int sock_bound(int type, const char *addr, __u16 port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = ip(addr) };
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    (type == SOCK_STREAM && listen(fd, 4)))
+		die("cannot bind a %s socket to %s:%u: %s", type == SOCK_STREAM ? "TCP" : "UDP", addr,
+		    port, strerror(errno));
+	return fd;
+}
+
+/*
+ * Issue 10, "Port shadowing of the router's own services": with a listener
+ * on the router's outside address port 2222, an inside host sending from
+ * 2222 got outside port 2222, and the remote's packets to router:2222 then
+ * went to the inside host.
+ */
+static bool shadow(const char *bind_addr, bool eif)
+{
+	struct pkt u = { .src = IN2, .dst = REM, .sport = 2222, .dport = 53 };
+	struct pkt t = { .src = IN2, .dst = REM, .proto = IPPROTO_TCP, .sport = 2222, .dport = 80,
+			 .flags = TCP_SYN, .plen = NONE };
+	struct frame f;
+	int us, ts;
+	__u16 pu, pt;
+	bool ok = true;
+
+	fresh_all();
+	if (eif)
+		rule_write(1, XDPR_NAT_MASQ | XDPR_NAT_EIF, "0.0.0.0", 0, NULL, 0, 1024, 65535);
+	us = sock_bound(SOCK_DGRAM, bind_addr, 2222);
+	ts = sock_bound(SOCK_STREAM, bind_addr, 2222);
+	pu = open_flow("udp 10.0.1.2:2222 -> 10.0.2.2:53", u, EV(XOUT, NEW,
+		       [XDPR_NE_PORT_SHADOWED] = 1), &ok);
+	ok &= expect(pu != 2222, "udp: outside port 2222, the router's socket's");
+	pt = open_flow("tcp SYN 10.0.1.2:2222 -> 10.0.2.2:80", t, EV(XOUT, NEW,
+		       [XDPR_NE_PORT_SHADOWED] = 1), &ok);
+	ok &= expect(pt != 2222, "tcp: outside port 2222, the router's listener's");
+	note("outside ports: udp %u, tcp %u", pu, pt);
+
+	in_frame(&f, "r1", &(struct pkt){ .src = REM, .dst = OUTA, .sport = 53, .dport = 2222 });
+	ok &= step("udp 10.0.2.2:53 -> router:2222", "r1", &f, XDPR_PASS_FIB_NOT_FWDED, NULL, NOEV);
+	in_frame(&f, "r1", &(struct pkt){ .src = REM3, .dst = OUTA, .sport = 1234, .dport = 2222 });
+	ok &= step("udp 10.0.2.3:1234 -> router:2222", "r1", &f, XDPR_PASS_FIB_NOT_FWDED, NULL, NOEV);
+	in_frame(&f, "r1", &(struct pkt){ .src = REM, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 80,
+					  .dport = 2222, .flags = TCP_SYN | TCP_ACK, .plen = NONE });
+	ok &= step("tcp SYN-ACK 10.0.2.2:80 -> router:2222", "r1", &f, XDPR_PASS_FIB_NOT_FWDED, NULL,
+		   NOEV);
+	in_frame(&f, "r1", &(struct pkt){ .src = REM3, .dst = OUTA, .proto = IPPROTO_TCP,
+					  .sport = 40000, .dport = 2222, .flags = TCP_SYN,
+					  .plen = NONE });
+	ok &= step("tcp SYN 10.0.2.3:40000 -> router:2222", "r1", &f, XDPR_PASS_FIB_NOT_FWDED, NULL,
+		   NOEV);
+	ok &= reply_in("udp reply to the inside host's outside port",
+		       (struct pkt){ .src = REM, .dst = OUTA, .sport = 53, .dport = pu }, IN2, 2222);
+	ok &= tcp_in("tcp SYN-ACK to the inside host's outside port", IN2, 2222, pt,
+		     TCP_SYN | TCP_ACK);
+	close(us);
+	close(ts);
+	return ok;
+}
+
+static bool t_shadow_addr(void) { return shadow(OUTA, false); }
+static bool t_shadow_any(void) { return shadow("0.0.0.0", true); }
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -984,6 +1053,10 @@ static const struct {
 	  t_holddown_same_host },
 	{ "capacity after hold-down: another host's vain search does not lock the owner out of "
 	  "its held-down ports", t_holddown_not_exhausted },
+	{ "port shadowing: a socket of the router on its outside address is never shadowed",
+	  t_shadow_addr },
+	{ "port shadowing: a wildcard socket of the router is never shadowed (EIF rule)",
+	  t_shadow_any },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
