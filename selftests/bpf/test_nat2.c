@@ -1026,6 +1026,81 @@ static bool shadow(const char *bind_addr, bool eif)
 static bool t_shadow_addr(void) { return shadow(OUTA, false); }
 static bool t_shadow_any(void) { return shadow("0.0.0.0", true); }
 
+/* ---- interfaces ---- */
+
+static void r1_forget(void)
+{
+	__u32 ifindex = dev_get("r1")->ifindex;
+
+	if (bpf_map_delete_elem(tx_fd, &ifindex) || bpf_map_delete_elem(ifaces_fd, &ifindex))
+		die("cannot delete r1's entries: %s", strerror(errno));
+}
+
+/*
+ * Issue 10, "A NAT interface deleted and re-created leaks": the rule stayed
+ * bound to the dead ifindex and packets left the new r1 with the inside
+ * source.  Until the rule applies again no inside source of it may leave.
+ * The rule here is 10.0.1.2/32: 10.0.1.3 is not its business.
+ */
+static bool gone_steps(const char *why)
+{
+	struct frame f;
+	char what[128];
+	bool ok;
+
+	in_frame(&f, "r0", &(struct pkt){ .src = IN2, .dst = REM, .sport = 5000, .dport = 53 });
+	snprintf(what, sizeof(what), "10.0.1.2 (inside the rule) to 10.0.2.2, %s", why);
+	ok = step(what, "r0", &f, XDPR_DROP_NAT_IF_GONE, NULL, NOEV);
+	ok &= no_sess(what, IN2, REM, 5000, 53, IPPROTO_UDP);
+	in_frame(&f, "r0", &(struct pkt){ .src = IN3, .dst = REM, .sport = 5000, .dport = 53 });
+	snprintf(what, sizeof(what), "10.0.1.3 (outside the rule) to 10.0.2.2, %s", why);
+	ok &= step(what, "r0", &f, XDPR_PASS_EGRESS_NOT_XDPR, NULL, NOEV);
+	return ok;
+}
+
+static bool t_if_gone(void)
+{
+	struct dev *r1 = dev_get("r1");
+	__u32 old = r1->ifindex, v;
+	struct frame f, w;
+	struct pkt k;
+	bool ok;
+
+	fresh_all();
+	rule_write(1, XDPR_NAT_MASQ, "10.0.1.2", 32, NULL, 0, 1024, 65535);
+	r1_forget();
+	ok = gone_steps("r1's redirect and settings entries deleted");
+	/* inside to inside does not go near the gone interface */
+	k = (struct pkt){ .src = IN2, .dst = IN3, .sport = 5000, .dport = 53 };
+	in_frame(&f, "r0", &k);
+	k.ttl = 63;
+	fwd_frame(&w, "r0", &k);
+	ok &= step("10.0.1.2 to 10.0.1.3 (r0 to r0)", "r0", &f, XDPR_FWD, &w, NOEV);
+
+	/* for real: r1 deleted (the kernel drops its redirect entry) and made again */
+	register_devs();
+	if (sh("/sbin/ip link del r1"))
+		die("cannot delete r1");
+	cur_step = "after ip link del r1";
+	ok &= expect(bpf_map_lookup_elem(tx_fd, &old, &v) != 0, "the kernel kept r1's redirect entry");
+	cur_step = NULL;
+	if (bpf_map_delete_elem(ifaces_fd, &old)) /* what the loader does for a deleted interface */
+		die("cannot delete r1's settings: %s", strerror(errno));
+	if (sh("/sbin/ip link add r1 address %s type veth peer name s0 address %s && "
+	       "/sbin/ip link set r1 up && /sbin/ip link set s0 up", r1->mac, r1->peer_mac))
+		die("cannot make r1 again");
+	net_restore();
+	r1->ifindex = if_nametoindex("r1");
+	dev_mac("r1", r1->hw);
+	note("r1 was ifindex %u, is %u; the rule still names %u", old, r1->ifindex, old);
+	ok &= gone_steps("r1 re-created, not attached, the rule on the old ifindex");
+
+	/* back to the set-up state, with the new r1 */
+	register_devs();
+	fresh_all();
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -1057,6 +1132,7 @@ static const struct {
 	  t_shadow_addr },
 	{ "port shadowing: a wildcard socket of the router is never shadowed (EIF rule)",
 	  t_shadow_any },
+	{ "inside source to a gone NAT interface: dropped (drop_nat_if_gone)", t_if_gone },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
