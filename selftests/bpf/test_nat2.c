@@ -1101,6 +1101,67 @@ static bool t_if_gone(void)
 	return ok;
 }
 
+/*
+ * The ICMP errors XDP sends (time exceeded, fragmentation needed) are
+ * limited like the kernel's icmp_msgs_per_sec: 1000 a second per CPU, then
+ * the packet is dropped and counted.
+ */
+static bool t_icmp_limit(void)
+{
+	struct xdpr_ctr before[XDPR_REASON_MAX], after[XDPR_REASON_MAX];
+	struct frame f, w, out;
+	struct timespec t0, t1;
+	int sent = 0, same = 0;
+	double ms;
+	__u16 p;
+	bool ok = true;
+
+	fresh_all();
+	p = open_flow("udp 10.0.1.2:700 -> 10.0.2.2:53",
+		      (struct pkt){ .src = IN2, .dst = REM, .sport = 700, .dport = 53 },
+		      EV(XOUT, NEW), &ok);
+	in_frame(&f, "r1", &(struct pkt){ .src = REM, .dst = OUTA, .sport = 53, .dport = p, .ttl = 1 });
+	icmp_answer(&w, "r1", &f, OUTA, REM, 11, 0, 0);
+
+	icmp_budget_reset();
+	read_slot_sum(stats_fd, ncpus, dev_get("r1")->slot, before);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 1000; i++) {
+		struct xdp_md ctx = { .data_end = f.len, .ingress_ifindex = dev_get("r1")->ifindex };
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f.b, .data_size_in = f.len,
+			    .data_out = out.b, .data_size_out = sizeof(out.b), .ctx_in = &ctx,
+			    .ctx_size_in = sizeof(ctx), .repeat = 1);
+
+		if (bpf_prog_test_run_opts(prog_fd, &o))
+			die("BPF_PROG_TEST_RUN: %s", strerror(errno));
+		sent += o.retval == XDP_TX;
+		same += o.data_size_out == (__u32)w.len && !memcmp(out.b, w.b, w.len);
+	}
+	ok &= step("TTL 1 packet 1001 within the second", "r1", &f, XDPR_DROP_NAT_ICMP_LIMIT, NULL,
+		   NOEV);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	read_slot_sum(stats_fd, ncpus, dev_get("r1")->slot, after);
+	ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	note("1001 packets in %.0f ms", ms);
+	if (ms >= 900) {
+		note("too slow to tell: 1001 packets must fit in the second");
+		return false;
+	}
+	ok &= expect(sent == 1000 && same == 1000, "of the first 1000: %d XDP_TX, %d with the "
+		     "expected time exceeded", sent, same);
+	for (int i = 0; i < XDPR_REASON_MAX; i++) {
+		__u64 d = after[i].packets - before[i].packets;
+		__u64 want = i == XDPR_TX_ICMP_TTL ? 1000 : i == XDPR_DROP_NAT_ICMP_LIMIT ? 1 : 0;
+
+		ok &= expect(d == want, "reason %s +%llu, expected +%llu", xdpr_reason_name(i),
+			     (unsigned long long)d, (unsigned long long)want);
+	}
+	ok &= step("TTL 1 packet 1002", "r1", &f, XDPR_DROP_NAT_ICMP_LIMIT, NULL, NOEV);
+	sleep_ms(1100);
+	ok &= step("TTL 1 packet in the next second", "r1", &f, XDPR_TX_ICMP_TTL, &w, NOEV);
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -1133,6 +1194,8 @@ static const struct {
 	{ "port shadowing: a wildcard socket of the router is never shadowed (EIF rule)",
 	  t_shadow_any },
 	{ "inside source to a gone NAT interface: dropped (drop_nat_if_gone)", t_if_gone },
+	{ "ICMP errors from XDP are rate limited: 1000 a second per CPU (drop_nat_icmp_limit)",
+	  t_icmp_limit },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
