@@ -215,7 +215,8 @@ static bool tcp_in(const char *what, const char *in, __u16 inp, __u16 outp, __u8
  * 2 h 6 min for TCP) even while sessions held it.  A flow older than that
  * lost its port to the next host.  Here A's binding is made 3 h old (or as
  * old as the clock allows on a younger machine: TCP's tcp_est is 600 s so
- * that 720 s suffice) while its session saw a packet 1 s ago.
+ * that 720 s suffice, and a machine up for less than that gets timeouts of
+ * 20 s and a hold-down of 10 s) while its session saw a packet 1 s ago.
  */
 static bool live_port(__u8 proto)
 {
@@ -229,13 +230,20 @@ static bool live_port(__u8 proto)
 	struct xdpr_bind bd, bd2;
 	struct frame f, w;
 	struct pkt x;
-	__u64 now, aged, dead, t0, t1;
+	__u32 tmo = tcp ? 600 : XDPR_DEF_UDP, hold = XDPR_DEF_HOLDDOWN;
+	__u64 now = now_ns(), aged, dead, t0, t1;
 	__u16 pb;
 	bool ok = true;
 
 	fresh_all();
+	if (now < (__u64)(tmo + hold + 10) * NS) {
+		/* a machine up for minutes only: compressed timeouts make the binding old enough */
+		tmo = 20;
+		hold = 10;
+	}
+	cfg_write(tcp ? XDPR_DEF_UDP : tmo, hold, XDPR_DEF_HOST_LIMIT);
 	if (tcp) {
-		cfg_write_tcp(600, XDPR_DEF_TCP_TRANS);
+		cfg_write_tcp(tmo, tmo < XDPR_DEF_TCP_TRANS ? tmo : XDPR_DEF_TCP_TRANS);
 		ok &= tcp_out("A: SYN 10.0.1.2:40001 -> 10.0.2.2:80", IN2, port, port, TCP_SYN,
 			      EV(XOUT, NEW, KEPT));
 		ok &= tcp_in("A: SYN-ACK", IN2, port, port, TCP_SYN | TCP_ACK);
@@ -248,7 +256,7 @@ static bool live_port(__u8 proto)
 	}
 	now = now_ns();
 	aged = now > 3 * 3600 * NS + NS ? now - 3 * 3600 * NS : 1;
-	dead = (__u64)((tcp ? 600 : XDPR_DEF_UDP) + XDPR_DEF_HOLDDOWN) * NS;
+	dead = (__u64)(tmo + hold) * NS;
 	if (now - aged <= dead + 2 * NS) {
 		note("the clock is at %llu s: cannot age a binding past %llu s", now / NS, dead / NS);
 		return false;
