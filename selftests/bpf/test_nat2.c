@@ -623,6 +623,46 @@ static bool t_l4_tot_len(void)
 }
 
 /*
+ * Found writing the case above: a packet whose total length ends inside
+ * its transport header (UDP: the ports only; TCP: 12 of its 20 bytes), the
+ * rest of the header and 16 bytes more in the padding.  The datapath keys
+ * it by its ports and makes a session, but rewrites the ports only when
+ * the whole header lies inside the total length: the packet leaves with
+ * the outside address and the inside port, which is not the session's.
+ * It cannot be translated whole: drop_nat_untranslatable, like a fragment.
+ */
+static bool cut_l4(const char *what, const struct pkt *k, int l4len)
+{
+	struct frame f;
+	bool ok;
+
+	in_frame(&f, "r0", k);
+	put16(f.b + ETH_HLEN + 2, 20 + l4len);
+	put16(f.b + ETH_HLEN + 10, 0);
+	put16(f.b + ETH_HLEN + 10, ~fold(sum16(f.b + ETH_HLEN, 20, 0)));
+	pad(&f, pad16, sizeof(pad16));
+	ok = step(what, "r0", &f, XDPR_DROP_NAT_UNTRANSLATABLE, NULL,
+		  EV([XDPR_NE_UNTRANSLATABLE] = 1));
+	ok &= no_sess(what, k->src, k->dst, k->sport, k->dport, k->proto ?: IPPROTO_UDP);
+	return ok;
+}
+
+static bool t_l4_cut(void)
+{
+	bool ok;
+
+	fresh_all();
+	/* inside ports outside the range: a port left unrewritten shows */
+	ok = cut_l4("udp 10.0.1.2:700 -> 10.0.2.2:53, total length IP + 4",
+		    &(struct pkt){ .src = IN2, .dst = REM, .sport = 700, .dport = 53, .plen = NONE },
+		    4);
+	ok &= cut_l4("tcp 10.0.1.2:800 -> 10.0.2.2:80, total length IP + 12",
+		     &(struct pkt){ .src = IN2, .dst = REM, .proto = IPPROTO_TCP, .sport = 800,
+				    .dport = 80, .flags = TCP_SYN, .plen = NONE }, 12);
+	return ok;
+}
+
+/*
  * Issue 10, "an unset masquerade address lets packets leave untranslated":
  * masquerade to an interface without an IPv4 address must drop.  With
  * BPF_FIB_LOOKUP_SRC the kernel would pick any other interface's address
@@ -1188,6 +1228,7 @@ static const struct {
 	  t_in_no_route },
 	{ "L4 parsing stops at the IP total length: Ethernet padding neither parsed nor rewritten",
 	  t_l4_tot_len },
+	{ "L4 header cut by the IP total length: never translated half-way", t_l4_cut },
 	{ "masquerade without an address: dropped, never untranslated", t_masq_no_addr },
 	{ "masquerade without an address: never another interface's address", t_masq_other_addr },
 	{ "TCP reopen clears FIN state: the new connection times out as one", t_tcp_reopen },
