@@ -111,6 +111,8 @@ struct nat_alloc_state {
 	int full;
 	int shadowed;
 	int probes;                /* candidates looked at, preserved port included */
+	__u32 budget;              /* probes this search may make */
+	__u32 pad;
 };
 
 /*

@@ -40,6 +40,7 @@
 #define BIND_STATE(gen, refs) (((__u64)(gen) << 32) | (refs))
 #define BIND_REFRESH NSEC          /* last_active is refreshed at most this often */
 #define ALLOC_PROBES 64            /* candidate ports a packet may look at */
+#define EXHAUSTED_PROBES 4         /* ... once the whole range was probed in vain */
 #define EIM_SPIN 4096              /* lookups while another CPU publishes a mapping */
 
 /* Take a reference on generation gen.  1 taken, 0 stale, -1 lost every race (busy). */
@@ -332,8 +333,9 @@ static long alloc_cb(__u32 i, struct alloc_ctx *c)
  * when it is in range and free, else up to ALLOC_PROBES ports from this
  * CPU's cursor for the rule, which moves on, so consecutive searches cover
  * the whole range.  When a whole range has been probed in vain the rule is
- * "exhausted" on this CPU for a second: packets then fail at once instead
- * of probing (ports freed meanwhile are found within that second).
+ * "exhausted" on this CPU for a second: packets then probe only
+ * EXHAUSTED_PROBES ports each (the cursor still moves on, so a port freed
+ * meanwhile, or a host's own held-down port, is still found).
  * Ports a socket of the router holds are skipped.  Returns NAT_OK with q->port
  * and q->gen set, or an enum xdpr_nat_event.  A global function (verified
  * once); the request is in the per-CPU scratch.
@@ -374,8 +376,12 @@ __noinline int nat_alloc(struct xdp_md *ctx)
 		cur->scanned = 0;
 		cur->exhausted_until = 0;
 	}
-	if (q->now < cur->exhausted_until && !q->rescan)
-		return XDPR_NE_NO_PORT;
+	/*
+	 * A range probed whole in vain: a few probes a packet until a search
+	 * succeeds or a second has passed, so a host that may reuse its
+	 * held-down ports still finds them while others fail cheaply.
+	 */
+	a.budget = q->now < cur->exhausted_until && !q->rescan ? EXHAUSTED_PROBES : ALLOC_PROBES;
 	a.start = cur->next;
 
 	__builtin_memset(&sc->bkey, 0, sizeof(sc->bkey));
@@ -388,24 +394,26 @@ __noinline int nat_alloc(struct xdp_md *ctx)
 	sc->nb.state = BIND_STATE(bpf_get_prandom_u32() | 1, 1);
 	sc->nb.last_active = q->now;
 
-	bpf_loop(ALLOC_PROBES, alloc_cb, &c, 0);
+	bpf_loop(a.budget, alloc_cb, &c, 0);
 	if (a.shadowed)
 		nat_count(q->rule_id, XDPR_NE_PORT_SHADOWED);
 	if (a.full)
 		return XDPR_NE_TABLE_FULL;
 	if (!a.port) {
 		nat_count_n(q->rule_id, XDPR_NE_PROBES, a.probes);
-		cur->next = (a.start + ALLOC_PROBES - 1) % a.range;
-		cur->scanned += ALLOC_PROBES - 1;
+		cur->next = (a.start + a.budget - 1) % a.range;
+		cur->scanned += a.budget - 1;
 		if (cur->scanned >= a.range) {
 			cur->scanned = 0;
-			cur->exhausted_until = q->now + NSEC;
+			if (q->now >= cur->exhausted_until)
+				cur->exhausted_until = q->now + NSEC;
 		}
 		return XDPR_NE_NO_PORT;
 	}
 	if (a.port != a.ip)
 		cur->next = (a.port - a.min + 1) % a.range;
 	cur->scanned = 0;
+	cur->exhausted_until = 0;
 	if (a.port == a.ip)
 		nat_count(q->rule_id, XDPR_NE_PORT_PRESERVED);
 	if (a.reclaimed)

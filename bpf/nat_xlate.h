@@ -272,8 +272,11 @@ static __always_inline int nat4_keyable(const struct pkt4 *p, int dir)
 
 	if (!p->l4 || p->frag)
 		return 0;
-	if (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP)
-		return pkt4_has(p, p->l4, 4);
+	/* the whole header: a packet cut inside it would be translated half-way */
+	if (p->proto == IPPROTO_TCP)
+		return pkt4_has(p, p->l4, sizeof(struct tcphdr));
+	if (p->proto == IPPROTO_UDP)
+		return pkt4_has(p, p->l4, sizeof(struct udphdr));
 	if (p->proto != IPPROTO_ICMP || !pkt4_has(p, ic, sizeof(*ic)))
 		return 0;
 	return ic->type == (dir == XDPR_CT_OUT ? ICMP_ECHO : ICMP_ECHOREPLY);
