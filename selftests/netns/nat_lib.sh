@@ -161,7 +161,8 @@ csum_errors() {
 #   sends without UDP checksum (SO_NO_CHECK), NAT_UDP_IPOPT=1 adds 4 bytes of
 #   IPv4 options (NOPs).
 #   serve PORT
-#       (server side) answers every datagram with its sender's "ADDR:PORT".
+#       (server side) answers every datagram with its sender's "ADDR:PORT"
+#       (and outlives senders it cannot answer).
 #   refuse PORT WAIT
 #       (server side) receives one datagram, connect()s to its sender, sends
 #       it two more after 1 s and prints "refused" when an ICMP port
@@ -222,7 +223,10 @@ elif a[0] == "serve":
     s = sock(int(a[1]))
     while True:
         data, frm = s.recvfrom(65536)
-        s.sendto(("%s:%d\n" % frm).encode(), frm)
+        try:
+            s.sendto(("%s:%d\n" % frm).encode(), frm)
+        except OSError:
+            pass  # a sender it has no route to (a leak) must not end the server
 elif a[0] == "refuse":
     s = sock(int(a[1]))
     if not select.select([s], [], [], float(a[2]))[0]:
