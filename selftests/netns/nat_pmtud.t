@@ -23,8 +23,9 @@
 need clang
 
 nat_topo_create pm
-obj=$(xdp_pass_obj) && ip -n "$H" link set dev h0 xdpdrv obj "$obj" sec xdp ||
+if ! obj=$(xdp_pass_obj) || ! ip -n "$H" link set dev h0 xdpdrv obj "$obj" sec xdp; then
 	bail_out "cannot attach a pass-all XDP program to h0"
+fi
 ip -n "$R" link set r0 mtu 1400
 is "$(ip -n "$R" -j link show r0 | jq -r '.[0].mtu')/$(ip -n "$C1" -j link show c1 | jq -r '.[0].mtu')/$(ip -n "$R" -j link show r1 | jq -r '.[0].mtu')" \
 	"1400/1500/1500" "MTUs: r0 1400, c1 1500, r1 1500"

@@ -12,6 +12,7 @@
 # queue n (XPS), so XDP runs on both CPUs at once; the per-CPU counters
 # (`-s -s stats`) must show both CPUs forwarding in every round, or the test
 # proves nothing and fails.
+# shellcheck disable=SC2034 # read by nat_topo_create
 NAT_C1_QUEUES=2
 . "$(dirname "$0")/nat_lib.sh"
 
