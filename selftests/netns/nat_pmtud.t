@@ -119,9 +119,9 @@ is "$(jq -r 'map("\(.mss)") | join(",")' <<<"$syn")" "1460" "h0: C1's SYN (one) 
 mport=$(jq -r '.[0].sport' <<<"$syn")
 frag=$(jq -c '[.[] | select(.icmp_type == 3 and .icmp_code == 4)]' <<<"$cap")
 num "$(jq length <<<"$frag")" -ge 1 "h0: fragmentation needed reached H ($(jq length <<<"$frag"))"
-is "$(jq -r 'map("\(.src)>\(.dst) mtu \(.icmp_mtu) csum \(.ip_csum_ok)/\(.icmp_csum_ok) quote \(.q.src):\(.q.sport)>\(.q.dst):\(.q.dport) proto \(.q.proto)") | unique | join("; ")' <<<"$frag")" \
-	"10.0.2.1>10.0.2.2 mtu 1400 csum true/true quote 10.0.2.2:5000>10.0.2.1:$mport proto 6" \
-	"h0: each is from 10.0.2.1, MTU 1400, checksums valid, quoting H:5000 > 10.0.2.1:$mport (the outside address)"
+is "$(jq -r 'map("\(.src)>\(.dst) mtu \(.icmp_mtu) csum \(.ip_csum_ok)/\(.icmp_csum_ok) quote \(.q.src):\(.q.sport)>\(.q.dst):\(.q.dport) proto \(.q.proto) len \(.q.len) df \(.q.df) ttl \(.q.ttl)") | unique | join("; ")' <<<"$frag")" \
+	"10.0.2.1>10.0.2.2 mtu 1400 csum true/true quote 10.0.2.2:5000>10.0.2.1:$mport proto 6 len 1500 df true ttl 64" \
+	"h0: each is from 10.0.2.1, MTU 1400, checksums valid, quoting H's 1500-byte DF segment as sent: H:5000 > 10.0.2.1:$mport (the outside address), TTL 64"
 te=$(jq -c '[.[] | select(.icmp_type == 11)]' <<<"$cap")
 is "$(jq -r 'map("\(.src)>\(.dst) code \(.icmp_code) csum \(.ip_csum_ok)/\(.icmp_csum_ok) quote \(.q.src):\(.q.sport)>\(.q.dst):\(.q.dport) proto \(.q.proto) ttl \(.q.ttl)") | join("; ")' <<<"$te")" \
 	"10.0.2.1>10.0.2.2 code 0 csum true/true quote 10.0.2.2:7100>10.0.2.1:40600 proto 17 ttl 1" \
