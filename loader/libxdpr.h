@@ -154,6 +154,11 @@ int xdpr_cfg_get(struct xdpr *x, struct xdpr_cfg *c);
 int xdpr_cfg_set(struct xdpr *x, const struct xdpr_cfg *c);
 /* Rules in id order with their counters; returns how many. */
 int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max);
+/*
+ * Settle NAT rule state under the lock (xdpr_open with XDPR_O_LOCK calls
+ * it): finish or undo what a killed command left.  0 or -errno with x->err.
+ */
+int xdpr_nat_repair(struct xdpr *x);
 /* nr: flags, src, pool, ports filled in; dev and masquerade address are set here. */
 int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace);
 int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask);

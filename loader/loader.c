@@ -266,7 +266,8 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		seterr(x, "xdpr is not attached to any interface in this network namespace");
 		return -ENOENT;
 	}
-	return 0;
+	/* under the lock: finish or undo what a killed command left (nat.c) */
+	return (flags & XDPR_O_LOCK) ? xdpr_nat_repair(x) : 0;
 }
 
 void xdpr_close(struct xdpr *x)

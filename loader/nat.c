@@ -3,14 +3,57 @@
  * nat.c - source NAT rules, settings, sessions and garbage collection.
  *
  * Rules live in an array (xdpr_nat_rules) and are referenced by id from the
- * outside interface's xdpr_ifaces entry.  A change writes the new rule into
- * a free slot first and then replaces the interface entry in one update
- * (a hash update is an RCU swap), so packets see the old rule set or the
- * new one, never a mix.  Rule ids are handed out round robin so that a
- * freshly freed id is not reused while stragglers may still count on it.
+ * outside interface's xdpr_ifaces entry: the packet path applies exactly the
+ * rules that entry lists.  Every change has one commit point, the update of
+ * that entry (a hash update is an RCU swap: packets see the old rule set or
+ * the new one, never a mix).  What comes before it is invisible, what comes
+ * after it only tidies up:
+ *
+ *   add      counters zeroed, new slot written and marked NAT_ADDING
+ *            -> the entry lists it -> unmarked
+ *   replace  old slot marked NAT_REPLACED, new slot written NAT_ADDING
+ *            -> the entry lists the new id in the old one's place
+ *            -> old one retired (its sessions live on), new one unmarked
+ *   del      slot marked NAT_DELETING -> the entry without it
+ *            -> its sessions and those of the rules it replaced removed,
+ *               their slots freed
+ *
+ * A killed command leaves a mark that says what was in flight, and the
+ * entry says whether it committed: nat_settle(), run under the lock by every
+ * locked command (xdpr_nat_repair), finishes what committed and undoes what
+ * did not.  A rule is listed if and only if it is applied, or waiting for
+ * an interface that is gone: an unmarked rule that no entry lists is such a
+ * rule (the dead interface's entry may have been pruned), and that is why a
+ * deletion marks the slot before it commits.
+ *
+ * Rule ids are handed out round robin so that a freshly freed id is not
+ * reused while stragglers may still count on it.
+ *
+ * Test hooks (environment; never set them on a router in service):
+ *   XDPR_CRASH_AT=OP:STEP  the command kills itself (SIGKILL) at that step,
+ *                          so a test can check every state a killed change
+ *                          leaves (selftests/netns/nat_kill9.t).
+ * Steps in the order a command passes them (OP: add or replace):
+ *   OP:prepared         sysctls set, no map written yet
+ *   OP:counters         the new slot's counters zeroed
+ *   replace:marked      the replaced rule marked NAT_REPLACED
+ *   OP:slot             the new rule written to its slot (NAT_ADDING)
+ *   OP:cfg              settings written (next rule id, NAT on)
+ *   OP:commit           the interface entry lists the new rule: it is live
+ *   del:start           nothing written yet
+ *   del:marked          the rule marked NAT_DELETING (for a waiting rule that
+ *                       no entry lists, this is the commit)
+ *   del:commit          the interface entry without the rule
+ * and the settling steps after a commit, named after the command (add,
+ * replace, del, flush; "repair" when another command's repair runs them):
+ * OP:retired (replaced rule retired), OP:unmarked (mark cleared), OP:gc and
+ * OP:freed (a deleted rule's sessions removed, then its slot), OP:orphan-gc
+ * and OP:orphan-freed (the same for a rule it had replaced), OP:cfg (NAT
+ * flag changed).
  */
 #include <errno.h>
 #include <ifaddrs.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +64,47 @@
 #include "libxdpr.h"
 
 static __u32 zero_key;
+
+/* xdpr_nat_rule.pending: the change in flight on a slot (see the top). */
+enum nat_pending {
+	NAT_ADDING = 1,
+	NAT_REPLACED = 2,
+	NAT_DELETING = 3,
+};
+
+/* What a slot is, from its contents and whether its interface's entry lists it. */
+enum slot_state {
+	SL_FREE,
+	SL_APPLIED,  /* committed, listed by the entry of its attached interface */
+	SL_WAITING,  /* committed, its interface is gone or not attached */
+	SL_RETIRED,  /* replaced; its sessions live on while a rule replaces it */
+	SL_ABORTED,  /* written by an add or replace that did not commit */
+	SL_REPLACED, /* replaced (committed), not yet marked retired */
+	SL_DELETED,  /* deleted (committed), sessions and slot not yet removed */
+};
+
+struct nat_link {
+	char name[IF_NAMESIZE];
+	__u32 ifindex;
+};
+
+struct nat_state {
+	int nlinks;
+	struct nat_link links[XDPR_MAX_IFACES];   /* attached interfaces */
+	struct xdpr_nat_rule r[XDPR_NAT_MAX_RULES];
+	enum slot_state st[XDPR_NAT_MAX_RULES];
+	bool ref[XDPR_NAT_MAX_RULES];              /* listed by the entry of its own ifindex */
+	int link[XDPR_NAT_MAX_RULES];              /* links[] index of its ifindex, -1: none */
+};
+
+static void crash_point(const char *op, const char *step)
+{
+	const char *at = getenv("XDPR_CRASH_AT");
+	size_t n = strlen(op);
+
+	if (at && !strncmp(at, op, n) && at[n] == ':' && !strcmp(at + n + 1, step))
+		raise(SIGKILL);
+}
 
 int xdpr_cfg_get(struct xdpr *x, struct xdpr_cfg *c)
 {
@@ -63,26 +147,281 @@ static void fmt_prefix(__be32 net, __be32 mask, char *buf, size_t len)
 	snprintf(buf, len, "%s/%d", a, __builtin_popcount(mask));
 }
 
+
+
+/* ---------------------------------------------------------------- slot state */
+
+static bool committed(enum slot_state st)
+{
+	return st == SL_APPLIED || st == SL_WAITING;
+}
+
+static bool same_src(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
+{
+	return a->src_net == b->src_net && a->src_mask == b->src_mask;
+}
+
+static bool same_iface(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
+{
+	return a->ifindex == b->ifindex;
+}
+
+/*
+ * The listed rule a retired one was replaced by (same interface, same
+ * sources), 0 if none is left.
+ */
+static __u32 successor(const struct nat_state *s, __u32 id)
+{
+	for (__u32 k = 1; k < XDPR_NAT_MAX_RULES; k++)
+		if (k != id && committed(s->st[k]) && same_src(&s->r[k], &s->r[id]) &&
+		    same_iface(&s->r[k], &s->r[id]))
+			return k;
+	return 0;
+}
+
+static void classify(struct xdpr *x, struct nat_state *s, __u32 id)
+{
+	struct xdpr_nat_rule *r = &s->r[id];
+	struct xdpr_iface e;
+
+	s->link[id] = -1;
+	s->ref[id] = false;
+	if (!r->ifindex) {
+		s->st[id] = SL_FREE;
+		return;
+	}
+	for (int i = 0; i < s->nlinks; i++)
+		if (s->links[i].ifindex == r->ifindex)
+			s->link[id] = i;
+	if (!bpf_map_lookup_elem(x->fd[XM_IFACES], &r->ifindex, &e))
+		for (int k = 0; k < e.nrules && k < XDPR_NAT_IF_RULES; k++)
+			s->ref[id] |= e.rules[k] == id;
+	if (r->flags & XDPR_NAT_RETIRED)
+		s->st[id] = SL_RETIRED;
+	else if (!s->ref[id] && r->pending == NAT_ADDING)
+		s->st[id] = SL_ABORTED;
+	else if (!s->ref[id] && r->pending == NAT_REPLACED)
+		s->st[id] = SL_REPLACED;
+	else if (!s->ref[id] && r->pending == NAT_DELETING)
+		s->st[id] = SL_DELETED;
+	else
+		s->st[id] = s->ref[id] && s->link[id] >= 0 ? SL_APPLIED : SL_WAITING;
+}
+
+/* Read every slot. */
+static int nat_load(struct xdpr *x, struct nat_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (int i = 0; i < x->nlinks; i++) {
+		snprintf(s->links[i].name, IF_NAMESIZE, "%s", x->links[i].name);
+		s->links[i].ifindex = x->links[i].ifindex;
+	}
+	s->nlinks = x->nlinks;
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++) {
+		if (bpf_map_lookup_elem(x->fd[XM_RULES], &id, &s->r[id])) {
+			seterr(x, "cannot read NAT rule %u: %s", id, strerror(errno));
+			return -errno;
+		}
+		classify(x, s, id);
+	}
+	return 0;
+}
+
+static struct nat_state *nat_state_new(struct xdpr *x, int *err)
+{
+	struct nat_state *s = malloc(sizeof(*s));
+
+	*err = s ? nat_load(x, s) : -ENOMEM;
+	if (*err) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* The name a committed rule is listed under. */
+static void rule_dev(const struct nat_state *s, __u32 id, char *buf)
+{
+	const struct xdpr_nat_rule *r = &s->r[id];
+
+	if (s->st[id] == SL_APPLIED)
+		snprintf(buf, IF_NAMESIZE, "%s", s->links[s->link[id]].name);
+	else if (!if_indextoname(r->ifindex, buf))
+		snprintf(buf, IF_NAMESIZE, "if%u", r->ifindex);
+}
+
+static int put_rule(struct xdpr *x, __u32 id, const struct xdpr_nat_rule *r)
+{
+	if (bpf_map_update_elem(x->fd[XM_RULES], &id, r, BPF_ANY)) {
+		seterr(x, "cannot write NAT rule %u: %s", id, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int free_rule(struct xdpr *x, struct nat_state *s, __u32 id)
+{
+	memset(&s->r[id], 0, sizeof(s->r[id]));
+	s->st[id] = SL_FREE;
+	return put_rule(x, id, &s->r[id]);
+}
+
+static int put_iface(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *e, const char *dev)
+{
+	if (bpf_map_update_elem(x->fd[XM_IFACES], &ifindex, e, BPF_EXIST)) {
+		seterr(x, "cannot update the NAT rules of \"%s\": %s", dev, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Take rule ids off the entry of ifindex: one update (the commit of a deletion). */
+static int unlink_ids(struct xdpr *x, __u32 ifindex, const bool *drop, const char *dev)
+{
+	struct xdpr_iface e;
+	int kept = 0;
+
+	if (bpf_map_lookup_elem(x->fd[XM_IFACES], &ifindex, &e))
+		return 0;
+	for (int k = 0; k < e.nrules && k < XDPR_NAT_IF_RULES; k++)
+		if (e.rules[k] >= XDPR_NAT_MAX_RULES || !drop[e.rules[k]])
+			e.rules[kept++] = e.rules[k];
+	if (kept == e.nrules)
+		return 0;
+	e.nrules = kept;
+	return put_iface(x, ifindex, &e, dev);
+}
+
+static bool overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
+{
+	__be32 m = a->src_mask & b->src_mask;
+
+	return (a->src_net & m) == (b->src_net & m);
+}
+
+/* NAT on in the settings while any rule (listed or retired) is left. */
+static int set_nat_flag(struct xdpr *x, const struct nat_state *s, const char *op)
+{
+	bool want = false;
+	struct xdpr_cfg c;
+	int err;
+
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++)
+		want |= committed(s->st[id]) || s->st[id] == SL_RETIRED;
+	err = xdpr_cfg_get(x, &c);
+	if (err || !(c.flags & XDPR_CFG_NAT) == !want)
+		return err;
+	c.flags ^= XDPR_CFG_NAT;
+	err = xdpr_cfg_set(x, &c);
+	if (!err)
+		crash_point(op, "cfg");
+	return err;
+}
+
+/*
+ * Finish what committed and undo what did not (see the top of this file),
+ * set the NAT flag.  Every step is idempotent: a
+ * settle killed halfway is finished by the next one.
+ */
+static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
+{
+	int err = 0;
+
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
+		struct xdpr_nat_rule *r = &s->r[id];
+
+		switch (s->st[id]) {
+		case SL_APPLIED:
+		case SL_WAITING:
+			if (r->pending) {
+				r->pending = 0;
+				err = put_rule(x, id, r);
+				if (!err)
+					crash_point(op, "unmarked");
+			}
+			break;
+		case SL_REPLACED:
+			r->flags |= XDPR_NAT_RETIRED;
+			r->pending = 0;
+			s->st[id] = SL_RETIRED;
+			err = put_rule(x, id, r);
+			if (!err)
+				crash_point(op, "retired");
+			break;
+		case SL_ABORTED:
+			err = free_rule(x, s, id);
+			break;
+		case SL_DELETED:
+			err = xdpr_nat_gc(x, XDPR_GC_RULE, id, NULL);
+			if (!err)
+				crash_point(op, "gc");
+			if (!err)
+				err = free_rule(x, s, id);
+			if (!err)
+				crash_point(op, "freed");
+			break;
+		default:
+			break;
+		}
+	}
+	/* retired rules whose replacement is gone: their sessions end too */
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
+		if (s->st[id] != SL_RETIRED || successor(s, id))
+			continue;
+		err = xdpr_nat_gc(x, XDPR_GC_RULE, id, NULL);
+		if (!err)
+			crash_point(op, "orphan-gc");
+		if (!err)
+			err = free_rule(x, s, id);
+		if (!err)
+			crash_point(op, "orphan-freed");
+	}
+	return err ? err : set_nat_flag(x, s, op);
+}
+
+static int settle_again(struct xdpr *x, const char *op)
+{
+	int err;
+	struct nat_state *s = nat_state_new(x, &err);
+
+	if (s)
+		err = nat_settle(x, s, op);
+	free(s);
+	return err;
+}
+
+int xdpr_nat_repair(struct xdpr *x)
+{
+	return settle_again(x, "repair");
+}
+
+/* ---------------------------------------------------------------- rules */
+
 int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max)
 {
-	int ncpu = xdpr_ncpus(), n = 0;
+	int ncpu = xdpr_ncpus(), n = 0, err;
+	struct nat_state *s;
 	__u64 *vals;
 
 	if (ncpu <= 0)
 		return ncpu;
+	s = nat_state_new(x, &err);
+	if (!s)
+		return err;
 	vals = calloc(ncpu, sizeof(*vals));
-	if (!vals)
+	if (!vals) {
+		free(s);
 		return -ENOMEM;
+	}
 	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && n < max; id++) {
 		struct xdpr_rule_info *ri = &out[n];
 
-		memset(ri, 0, sizeof(*ri));
-		if (bpf_map_lookup_elem(x->fd[XM_RULES], &id, &ri->r) || !ri->r.ifindex ||
-		    (ri->r.flags & XDPR_NAT_RETIRED))
+		if (!committed(s->st[id]))
 			continue;
+		memset(ri, 0, sizeof(*ri));
 		ri->id = id;
-		if (!if_indextoname(ri->r.ifindex, ri->dev))
-			snprintf(ri->dev, sizeof(ri->dev), "if%u", ri->r.ifindex);
+		ri->r = s->r[id];
+		rule_dev(s, id, ri->dev);
 		for (int e = 0; e < XDPR_NE_MAX; e++) {
 			__u32 key = id * XDPR_NE_MAX + e;
 
@@ -96,6 +435,7 @@ int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max)
 		n++;
 	}
 	free(vals);
+	free(s);
 	return n;
 }
 
@@ -115,13 +455,6 @@ static int zero_rule_counters(struct xdpr *x, __u32 id)
 	}
 	free(zero);
 	return err;
-}
-
-static bool overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
-{
-	__be32 m = a->src_mask & b->src_mask;
-
-	return (a->src_net & m) == (b->src_net & m);
 }
 
 static int write_sysctl(const char *dev, const char *knob, const char *val)
@@ -180,42 +513,29 @@ int xdpr_nat_prepare_dev(struct xdpr *x, const char *dev)
 	return 0;
 }
 
-static int set_nat_flag(struct xdpr *x)
+/* accept_local everywhere before a rule goes live. */
+static int prepare_links(struct xdpr *x)
 {
-	struct xdpr_rule_info *ri = calloc(XDPR_NAT_MAX_RULES, sizeof(*ri));
-	struct xdpr_cfg c;
-	int n, err;
+	int err = 0;
 
-	if (!ri)
-		return -ENOMEM;
-	n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES);
-	free(ri);
-	if (n < 0)
-		return n;
-	err = xdpr_cfg_get(x, &c);
-	if (err)
-		return err;
-	for (int i = 0; n && i < x->nlinks; i++) {
+	for (int i = 0; i < x->nlinks && !err; i++)
 		err = xdpr_nat_prepare_dev(x, x->links[i].name);
-		if (err)
-			return err;
-	}
-	if (n)
-		c.flags |= XDPR_CFG_NAT;
-	else
-		c.flags &= ~XDPR_CFG_NAT;
-	return xdpr_cfg_set(x, &c);
+	return err;
 }
 
 int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace)
 {
+	const char *op = replace ? "replace" : "add";
 	const struct xdpr_link *l = xdpr_link_find(x, dev);
+	struct xdpr_nat_rule old_rule;
+	struct nat_state *s = NULL;
 	struct xdpr_iface ifc;
-	struct xdpr_nat_rule cur;
-	struct xdpr_cfg c;
+	struct xdpr_cfg c, c0;
 	__u32 id = 0, old_id = 0;
-	int slot = -1, err;
-	char p1[32], p2[32];
+	int slot = -1, err, wrote = 0;
+	char p1[32], p2[32], keep[sizeof(x->err)];
+
+	enum { W_OLD = 1, W_NEW = 2, W_CFG = 4 };
 
 	if (!l) {
 		if (!if_nametoindex(dev))
@@ -230,81 +550,127 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 	}
 	nr->ifindex = l->ifindex;
 	nr->masq_addr = (nr->flags & XDPR_NAT_MASQ) ? dev_ipv4(dev) : 0;
+	nr->flags &= ~XDPR_NAT_RETIRED;
+	nr->pending = NAT_ADDING;
 	err = xdpr_cfg_get(x, &c);
 	if (err)
 		return err;
+	c0 = c;
 	if ((nr->flags & XDPR_NAT_MASQ) && !nr->masq_addr && !(c.flags & XDPR_CFG_FIB_SRC)) {
 		seterr(x, "\"%s\" has no IPv4 address to masquerade to", dev);
 		return -EADDRNOTAVAIL;
 	}
+	s = nat_state_new(x, &err);
+	if (!s)
+		return err;
 
 	/* Same interface, overlapping sources: only an exact replace is allowed. */
-	for (int i = 0; i < ifc.nrules && i < XDPR_NAT_IF_RULES; i++) {
-		__u32 rid = ifc.rules[i];
+	for (__u32 rid = 1; rid < XDPR_NAT_MAX_RULES; rid++) {
+		const struct xdpr_nat_rule *cur = &s->r[rid];
 
-		if (bpf_map_lookup_elem(x->fd[XM_RULES], &rid, &cur) || !cur.ifindex)
+		if (!committed(s->st[rid]) || !same_iface(cur, nr) || !overlap(cur, nr))
 			continue;
-		if (!overlap(&cur, nr))
-			continue;
-		if (replace && cur.src_net == nr->src_net && cur.src_mask == nr->src_mask) {
+		if (replace && same_src(cur, nr) && s->st[rid] == SL_APPLIED) {
 			old_id = rid;
-			slot = i;
 			continue;
 		}
-		fmt_prefix(cur.src_net, cur.src_mask, p1, sizeof(p1));
+		fmt_prefix(cur->src_net, cur->src_mask, p1, sizeof(p1));
 		fmt_prefix(nr->src_net, nr->src_mask, p2, sizeof(p2));
 		seterr(x, "src %s overlaps rule %u (src %s) on \"%s\"", p2, rid, p1, dev);
-		return -EEXIST;
+		err = -EEXIST;
+		goto out;
 	}
-	if (replace && !old_id) {
+	for (int i = 0; old_id && i < ifc.nrules && i < XDPR_NAT_IF_RULES; i++)
+		if (ifc.rules[i] == old_id)
+			slot = i;
+	if (replace && slot < 0) {
 		fmt_prefix(nr->src_net, nr->src_mask, p2, sizeof(p2));
 		seterr(x, "no NAT rule for src %s on \"%s\" to replace", p2, dev);
-		return -ENOENT;
+		err = -ENOENT;
+		goto out;
 	}
 	if (!replace && ifc.nrules >= XDPR_NAT_IF_RULES) {
 		seterr(x, "\"%s\" has %d NAT rules already", dev, XDPR_NAT_IF_RULES);
-		return -ENOSPC;
+		err = -ENOSPC;
+		goto out;
 	}
 
 	/* A free id, round robin. */
 	for (__u32 k = 0; k < XDPR_NAT_MAX_RULES - 1 && !id; k++) {
 		__u32 cand = 1 + (c.next_rule + k) % (XDPR_NAT_MAX_RULES - 1);
 
-		if (bpf_map_lookup_elem(x->fd[XM_RULES], &cand, &cur) || !cur.ifindex)
+		if (s->st[cand] == SL_FREE)
 			id = cand;
 	}
 	if (!id) {
 		seterr(x, "all %d NAT rule slots are in use", XDPR_NAT_MAX_RULES - 1);
-		return -ENOSPC;
+		err = -ENOSPC;
+		goto out;
 	}
 
-	/* New rule first, then the interface entry that makes it live. */
+	/* Everything that can fail for reasons of its own, before any map is written. */
+	err = prepare_links(x);
+	if (err)
+		goto out;
+	crash_point(op, "prepared");
+
+	/* Invisible until the commit: nothing lists the new slot yet. */
 	err = zero_rule_counters(x, id);
-	if (!err && bpf_map_update_elem(x->fd[XM_RULES], &id, nr, BPF_ANY))
-		err = -errno;
 	if (err) {
-		seterr(x, "cannot write the NAT rule: %s", strerror(-err));
-		return err;
+		seterr(x, "cannot reset the counters of NAT rule %u: %s", id, strerror(-err));
+		goto undo;
 	}
+	crash_point(op, "counters");
+	if (old_id) {
+		old_rule = s->r[old_id];
+		old_rule.pending = NAT_REPLACED;
+		err = put_rule(x, old_id, &old_rule);
+		if (err)
+			goto undo;
+		wrote |= W_OLD;
+		crash_point(op, "marked");
+	}
+	err = put_rule(x, id, nr);
+	if (err)
+		goto undo;
+	wrote |= W_NEW;
+	crash_point(op, "slot");
+	c.next_rule = id;
+	c.flags |= XDPR_CFG_NAT;
+	err = xdpr_cfg_set(x, &c);
+	if (err)
+		goto undo;
+	wrote |= W_CFG;
+	crash_point(op, "cfg");
+
+	/* The commit. */
 	if (slot >= 0)
 		ifc.rules[slot] = id;
 	else
 		ifc.rules[ifc.nrules++] = id;
-	if (bpf_map_update_elem(x->fd[XM_IFACES], &l->ifindex, &ifc, BPF_EXIST)) {
-		err = -errno;
-		memset(&cur, 0, sizeof(cur));
-		bpf_map_update_elem(x->fd[XM_RULES], &id, &cur, BPF_ANY);
-		seterr(x, "cannot activate the NAT rule on \"%s\": %s", dev, strerror(-err));
-		return err;
-	}
-	c.next_rule = id;
-	if (old_id && !bpf_map_lookup_elem(x->fd[XM_RULES], &old_id, &cur)) {
-		/* the replaced rule's sessions keep their mappings until they end */
-		cur.flags |= XDPR_NAT_RETIRED;
-		bpf_map_update_elem(x->fd[XM_RULES], &old_id, &cur, BPF_ANY);
-	}
-	err = xdpr_cfg_set(x, &c);
-	return err ? err : set_nat_flag(x);
+	err = put_iface(x, l->ifindex, &ifc, dev);
+	if (err)
+		goto undo;
+	crash_point(op, "commit");
+
+	/* Live: the marks are only tidied up now (by the next command if this fails). */
+	if (settle_again(x, op))
+		snprintf(x->note, sizeof(x->note),
+			 "the rule is applied, but %.180s; the next xdpr command finishes the change", x->err);
+	err = 0;
+	goto out;
+undo:
+	memcpy(keep, x->err, sizeof(keep));
+	if (wrote & W_CFG)
+		xdpr_cfg_set(x, &c0);
+	if (wrote & W_NEW)
+		free_rule(x, s, id);
+	if (wrote & W_OLD)
+		put_rule(x, old_id, &s->r[old_id]);
+	memcpy(x->err, keep, sizeof(keep));
+out:
+	free(s);
+	return err;
 }
 
 int xdpr_nat_gc(struct xdpr *x, __u32 op, __u32 rule, struct xdpr_gc_cmd *res)
@@ -317,53 +683,33 @@ int xdpr_nat_gc(struct xdpr *x, __u32 op, __u32 rule, struct xdpr_gc_cmd *res)
 	return err;
 }
 
-/* Take rule ids off their interfaces; ids == NULL: every rule. */
-static int unlink_rules(struct xdpr *x, const __u32 *ids, int nids)
+/* Mark a committed rule NAT_DELETING: until its entry is updated, that is undone. */
+static int mark_deleting(struct xdpr *x, struct nat_state *s, __u32 id)
 {
-	for (int i = 0; i < x->nlinks; i++) {
-		struct xdpr_iface ifc;
-		int kept = 0;
+	struct xdpr_nat_rule r = s->r[id];
 
-		if (bpf_map_lookup_elem(x->fd[XM_IFACES], &x->links[i].ifindex, &ifc) || !ifc.nrules)
-			continue;
-		for (int r = 0; r < ifc.nrules && r < XDPR_NAT_IF_RULES; r++) {
-			bool drop = !ids;
-
-			for (int k = 0; ids && k < nids; k++)
-				drop |= ifc.rules[r] == ids[k];
-			if (!drop)
-				ifc.rules[kept++] = ifc.rules[r];
-		}
-		if (kept == ifc.nrules)
-			continue;
-		ifc.nrules = kept;
-		if (bpf_map_update_elem(x->fd[XM_IFACES], &x->links[i].ifindex, &ifc, BPF_EXIST)) {
-			seterr(x, "cannot update \"%s\": %s", x->links[i].name, strerror(errno));
-			return -errno;
-		}
-	}
-	return 0;
+	r.pending = NAT_DELETING;
+	return put_rule(x, id, &r);
 }
 
 int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 {
-	struct xdpr_rule_info *ri = calloc(XDPR_NAT_MAX_RULES, sizeof(*ri));
-	struct xdpr_nat_rule empty = {}, r;
-	__u32 id = 0, ifindex = 0;
-	int n, err;
-	char p[32];
+	bool drop[XDPR_NAT_MAX_RULES] = {};
+	struct nat_state *s;
+	char p[32], name[IF_NAMESIZE];
+	__u32 id = 0;
+	int err;
 
-	if (!ri)
-		return -ENOMEM;
-	n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES);
-	for (int i = 0; i < n; i++)
-		if (!strcmp(ri[i].dev, dev) && ri[i].r.src_net == net && ri[i].r.src_mask == mask) {
-			id = ri[i].id;
-			ifindex = ri[i].r.ifindex;
-		}
-	free(ri);
-	if (n < 0)
-		return n;
+	s = nat_state_new(x, &err);
+	if (!s)
+		return err;
+	for (__u32 k = 1; k < XDPR_NAT_MAX_RULES && !id; k++) {
+		if (!committed(s->st[k]) || s->r[k].src_net != net || s->r[k].src_mask != mask)
+			continue;
+		rule_dev(s, k, name);
+		if (!strcmp(name, dev))
+			id = k;
+	}
 	if (!id) {
 		fmt_prefix(net, mask, p, sizeof(p));
 		if (!xdpr_link_find(x, dev))
@@ -371,36 +717,58 @@ int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 						     : "cannot find device \"%s\"", dev);
 		else
 			seterr(x, "no NAT rule for src %s on \"%s\"", p, dev);
+		free(s);
 		return -ENOENT;
 	}
-	err = unlink_rules(x, &id, 1);
-	/* its flows end now: its own sessions and those of rules it replaced here */
-	for (__u32 k = 1; !err && k < XDPR_NAT_MAX_RULES; k++) {
-		if (bpf_map_lookup_elem(x->fd[XM_RULES], &k, &r) || r.ifindex != ifindex ||
-		    (k != id && !(r.flags & XDPR_NAT_RETIRED)))
-			continue;
-		err = xdpr_nat_gc(x, XDPR_GC_RULE, k, NULL);
-		if (!err && bpf_map_update_elem(x->fd[XM_RULES], &k, &empty, BPF_ANY))
-			err = -errno;
+	crash_point("del", "start");
+	err = mark_deleting(x, s, id);
+	if (!err)
+		crash_point("del", "marked");
+	drop[id] = true;
+	if (!err && s->ref[id]) {
+		err = unlink_ids(x, s->r[id].ifindex, drop, dev);
+		if (err)
+			put_rule(x, id, &s->r[id]); /* not deleted: unmark */
+		else
+			crash_point("del", "commit");
 	}
-	return err ? err : set_nat_flag(x);
+	free(s);
+	/* its flows end now: its own sessions and those of the rules it replaced */
+	return err ? err : settle_again(x, "del");
 }
 
 int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res)
 {
-	struct xdpr_nat_rule empty = {};
+	bool drop[XDPR_NAT_MAX_RULES] = {};
+	struct nat_state *s;
 	int err = 0;
 
 	if (rules) {
-		err = unlink_rules(x, NULL, 0);
-		for (__u32 id = 1; !err && id < XDPR_NAT_MAX_RULES; id++)
-			if (bpf_map_update_elem(x->fd[XM_RULES], &id, &empty, BPF_ANY))
-				err = -errno;
+		s = nat_state_new(x, &err);
+		if (!s)
+			return err;
+		/* each rule is deleted as "nat del" would: marked, then off its entry */
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
+			drop[id] = committed(s->st[id]);
+			if (drop[id])
+				err = mark_deleting(x, s, id);
+		}
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
+			char name[IF_NAMESIZE];
+
+			if (!drop[id] || !s->ref[id])
+				continue;
+			rule_dev(s, id, name);
+			err = unlink_ids(x, s->r[id].ifindex, drop, name);
+		}
+		free(s);
 		if (!err)
-			err = set_nat_flag(x);
+			err = settle_again(x, "flush");
 	}
 	return err ? err : xdpr_nat_gc(x, XDPR_GC_ALL, 0, res);
 }
+
+/* ---------------------------------------------------------------- tables */
 
 static __u64 mono_ns(void)
 {
