@@ -32,7 +32,9 @@
  * Test hooks (environment; never set them on a router in service):
  *   XDPR_CRASH_AT=OP:STEP  the command kills itself (SIGKILL) at that step,
  *                          so a test can check every state a killed change
- *                          leaves (selftests/netns/nat_kill9.t).
+ *                          leaves (selftests/netns/nat_kill9.t);
+ *   XDPR_FAULT=sysctl      the sysctl writes of "nat add" fail (EROFS);
+ *   XDPR_FAULT=sysctl:DEV  only those for interface DEV.
  * Steps in the order a command passes them (OP: add or replace):
  *   OP:prepared         sysctls set, no map written yet
  *   OP:counters         the new slot's counters zeroed
@@ -104,6 +106,15 @@ static void crash_point(const char *op, const char *step)
 
 	if (at && !strncmp(at, op, n) && at[n] == ':' && !strcmp(at + n + 1, step))
 		raise(SIGKILL);
+}
+
+/* XDPR_FAULT is WHAT, or WHAT:OBJ with the object it names. */
+static bool fault(const char *what, const char *obj)
+{
+	const char *f = getenv("XDPR_FAULT");
+	size_t n = strlen(what);
+
+	return f && !strncmp(f, what, n) && (!f[n] || (f[n] == ':' && !strcmp(f + n + 1, obj)));
 }
 
 int xdpr_cfg_get(struct xdpr *x, struct xdpr_cfg *c)
@@ -463,6 +474,8 @@ static int write_sysctl(const char *dev, const char *knob, const char *val)
 	FILE *f;
 	int err = 0;
 
+	if (fault("sysctl", dev))
+		return -EROFS;
 	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/%s", dev, knob);
 	f = fopen(path, "w");
 	if (!f)
@@ -500,7 +513,7 @@ static int read_sysctl(const char *dev, const char *knob)
  */
 int xdpr_nat_prepare_dev(struct xdpr *x, const char *dev)
 {
-	int err = write_sysctl(dev, "accept_local", "1");
+	int err = read_sysctl(dev, "accept_local") == 1 ? 0 : write_sysctl(dev, "accept_local", "1");
 
 	if (err) {
 		seterr(x, "cannot set net.ipv4.conf.%s.accept_local: %s", dev, strerror(-err));
@@ -513,13 +526,18 @@ int xdpr_nat_prepare_dev(struct xdpr *x, const char *dev)
 	return 0;
 }
 
-/* accept_local everywhere before a rule goes live. */
+/* accept_local everywhere before a rule goes live; on failure, set back what was changed. */
 static int prepare_links(struct xdpr *x)
 {
-	int err = 0;
+	int old[XDPR_MAX_IFACES], err = 0, i;
 
-	for (int i = 0; i < x->nlinks && !err; i++)
+	for (i = 0; i < x->nlinks && !err; i++) {
+		old[i] = read_sysctl(x->links[i].name, "accept_local");
 		err = xdpr_nat_prepare_dev(x, x->links[i].name);
+	}
+	for (int k = 0; err && k < i - 1; k++)
+		if (old[k] == 0)
+			write_sysctl(x->links[k].name, "accept_local", "0");
 	return err;
 }
 
