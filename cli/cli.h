@@ -18,6 +18,8 @@ extern struct cli_opts opts;
 
 /* Print "Error: ..." as one line on stderr and return the exit code. */
 int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Each line of a library note as "warning: ..." on stderr. */
+void print_warnings(const char *note);
 
 /* Parsed command lines (pure functions: unit-tested without privileges). */
 struct attach_args {

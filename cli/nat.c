@@ -147,8 +147,8 @@ static int nat_add(int argc, char **argv, bool replace)
 	if ((ret = open_router(&x, XDPR_O_LOCK)))
 		return ret;
 	ret = xdpr_nat_add(&x, a.dev, &a.r, replace) ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
-	if (!ret && x.note[0])
-		fprintf(stderr, "note: %s\n", x.note);
+	if (!ret)
+		print_warnings(x.note);
 	xdpr_close(&x);
 	return ret;
 }

@@ -55,7 +55,7 @@ struct xdpr {
 	int nlinks;
 	struct xdpr_link links[XDPR_MAX_IFACES];
 	char err[512];
-	char note[256];     /* a warning worth showing after a successful change */
+	char note[512];     /* warnings worth showing after a successful change, one a line */
 };
 
 #define XDPR_F_FORCE 1u /* replace a foreign XDP program */

@@ -56,6 +56,7 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -117,6 +118,21 @@ static bool fault(const char *what, const char *obj)
 	return f && !strncmp(f, what, n) && (!f[n] || (f[n] == ':' && !strcmp(f + n + 1, obj)));
 }
 
+/* Add a line to x->note (once). */
+static void __attribute__((format(printf, 2, 3))) addnote(struct xdpr *x, const char *fmt, ...)
+{
+	size_t used = strlen(x->note);
+	char line[sizeof(x->note)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (strstr(x->note, line))
+		return;
+	snprintf(x->note + used, sizeof(x->note) - used, "%s%s", used ? "\n" : "", line);
+}
+
 int xdpr_cfg_get(struct xdpr *x, struct xdpr_cfg *c)
 {
 	if (bpf_map_lookup_elem(x->fd[XM_CFG], &zero_key, c)) {
@@ -158,7 +174,97 @@ static void fmt_prefix(__be32 net, __be32 mask, char *buf, size_t len)
 	snprintf(buf, len, "%s/%d", a, __builtin_popcount(mask));
 }
 
+static const char *ip4_str(__u32 host_order, char *buf)
+{
+	__be32 a = htonl(host_order);
 
+	return inet_ntop(AF_INET, &a, buf, INET_ADDRSTRLEN);
+}
+
+/* A pool as the user wrote it: "ADDR" or "FIRST-LAST". */
+static void fmt_pool(const struct xdpr_nat_rule *r, char *buf, size_t len)
+{
+	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	__u32 lo = ntohl(r->pool_first);
+
+	if (r->pool_count <= 1)
+		snprintf(buf, len, "%s", ip4_str(lo, a));
+	else
+		snprintf(buf, len, "%s-%s", ip4_str(lo, a), ip4_str(lo + r->pool_count - 1, b));
+}
+
+/* Addresses that are never a packet's source on the wire. */
+static const struct {
+	__u32 net;
+	int plen;
+	const char *what;
+} no_source[] = {
+	{ 0x00000000, 8, "a \"this network\" address (0.0.0.0/8)" },
+	{ 0x7f000000, 8, "a loopback address (127.0.0.0/8)" },
+	{ 0xe0000000, 4, "a multicast address (224.0.0.0/4)" },
+	{ 0xf0000000, 4, "a reserved address (240.0.0.0/4)" },
+};
+
+static int check_pool(struct xdpr *x, const struct xdpr_nat_rule *r)
+{
+	__u64 lo = ntohl(r->pool_first), hi = lo + r->pool_count - 1;
+	char pool[40], a[INET_ADDRSTRLEN];
+
+	if (r->flags & XDPR_NAT_MASQ)
+		return 0;
+	for (size_t i = 0; i < sizeof(no_source) / sizeof(no_source[0]); i++) {
+		__u64 blo = no_source[i].net, bhi = blo | (0xffffffffu >> no_source[i].plen);
+		__u64 bad = lo > blo ? lo : blo;
+
+		if (lo > bhi || hi < blo)
+			continue;
+		fmt_pool(r, pool, sizeof(pool));
+		seterr(x, "cannot translate to \"%s\": %s is %s, never a source address", pool,
+		       ip4_str(bad, a), bad == 0xffffffffu ? "the limited broadcast address" : no_source[i].what);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Warn about pool addresses no interface of this router has: no one answers ARP for them. */
+static void note_unowned(struct xdpr *x, const struct xdpr_nat_rule *r)
+{
+	__u32 lo = ntohl(r->pool_first), hi = lo + r->pool_count - 1, owned = 0, seen[64];
+	struct ifaddrs *ifa, *i;
+	char pool[40];
+	int nseen = 0;
+
+	if ((r->flags & XDPR_NAT_MASQ) || getifaddrs(&ifa))
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		__u32 a;
+		bool dup = false;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		a = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+		if (a < lo || a > hi)
+			continue;
+		for (int k = 0; k < nseen; k++)
+			dup |= seen[k] == a;
+		if (dup)
+			continue;
+		if (nseen < (int)(sizeof(seen) / sizeof(seen[0])))
+			seen[nseen++] = a;
+		owned++;
+	}
+	freeifaddrs(ifa);
+	if (owned >= r->pool_count)
+		return;
+	fmt_pool(r, pool, sizeof(pool));
+	if (r->pool_count == 1)
+		addnote(x, "%s is not an address of this router: nothing answers ARP for it unless "
+			   "the upstream routes it to the router", pool);
+	else
+		addnote(x, "%u of the %u addresses of %s are not addresses of this router: nothing "
+			   "answers ARP for them unless the upstream routes them to the router",
+			r->pool_count - owned, r->pool_count, pool);
+}
 
 /* ---------------------------------------------------------------- slot state */
 
@@ -519,10 +625,10 @@ int xdpr_nat_prepare_dev(struct xdpr *x, const char *dev)
 		seterr(x, "cannot set net.ipv4.conf.%s.accept_local: %s", dev, strerror(-err));
 		return err;
 	}
-	if (read_sysctl(dev, "rp_filter") == 1 || read_sysctl("all", "rp_filter") == 1)
-		snprintf(x->note, sizeof(x->note),
-			 "rp_filter is strict (1) for \"%s\": translated packets waiting for a "
-			 "neighbour are dropped by the kernel; use rp_filter 0 or 2", dev);
+	if ((read_sysctl(dev, "rp_filter") == 1 || read_sysctl("all", "rp_filter") == 1) &&
+	    !strstr(x->note, "rp_filter"))
+		addnote(x, "rp_filter is strict (1) for \"%s\": translated packets waiting for a "
+			   "neighbour are dropped by the kernel; use rp_filter 0 or 2", dev);
 	return 0;
 }
 
@@ -566,6 +672,9 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 		seterr(x, "\"%s\" is being attached or detached; try again", dev);
 		return -EAGAIN;
 	}
+	err = check_pool(x, nr);
+	if (err)
+		return err;
 	nr->ifindex = l->ifindex;
 	nr->masq_addr = (nr->flags & XDPR_NAT_MASQ) ? dev_ipv4(dev) : 0;
 	nr->flags &= ~XDPR_NAT_RETIRED;
@@ -630,6 +739,7 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 	err = prepare_links(x);
 	if (err)
 		goto out;
+	note_unowned(x, nr);
 	crash_point(op, "prepared");
 
 	/* Invisible until the commit: nothing lists the new slot yet. */
@@ -673,8 +783,8 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 
 	/* Live: the marks are only tidied up now (by the next command if this fails). */
 	if (settle_again(x, op))
-		snprintf(x->note, sizeof(x->note),
-			 "the rule is applied, but %.180s; the next xdpr command finishes the change", x->err);
+		addnote(x, "the rule is applied, but %s; the next xdpr command finishes the change",
+			x->err);
 	err = 0;
 	goto out;
 undo:
