@@ -105,6 +105,7 @@ static int link_attach(int argc, char **argv)
 	xdpr_close(&x);
 	if (ret)
 		return fail(EXIT_FAIL, "%s", x.err);
+	print_warnings(x.note);
 
 	out_arr_open(NULL);
 	for (int i = 0; i < info.n; i++) {

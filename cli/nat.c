@@ -189,6 +189,7 @@ void print_nat_rules(struct xdpr *x, bool counters_only)
 		out_obj_open(NULL);
 		out_u64("id", "nat rule %llu: ", ri[i].id);
 		out_str("dev", "out %s", ri[i].dev);
+		out_str("state", NULL, ri[i].waiting ? "waiting" : "applied");
 		out_text(" src %s/%d", ip4(r->src_net, a), __builtin_popcount(r->src_mask));
 		out_str("src", NULL, ip4(r->src_net, a));
 		out_u64("src_len", NULL, __builtin_popcount(r->src_mask));
@@ -202,7 +203,10 @@ void print_nat_rules(struct xdpr *x, bool counters_only)
 		}
 		out_u64("port_min", " ports %llu", r->port_min);
 		out_u64("port_max", "-%llu", r->port_max);
-		out_str("filter", " filter %s\n", r->flags & XDPR_NAT_EIF ? "eif" : "apdf");
+		out_str("filter", " filter %s", r->flags & XDPR_NAT_EIF ? "eif" : "apdf");
+		if (ri[i].waiting) /* gone, or not attached: applied again once it is */
+			out_text(" (waiting for %s)", ri[i].dev);
+		out_text("\n");
 		out_obj_open("counters");
 		for (int e = 0; e < XDPR_NE_MAX; e++) {
 			if (!out_is_json() && !ri[i].ev[e] && opts.detail < 1)

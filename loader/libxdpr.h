@@ -135,7 +135,8 @@ extern const char *const map_names[XM_MAX];
 struct xdpr_rule_info {
 	__u32 id;
 	struct xdpr_nat_rule r;
-	char dev[IF_NAMESIZE];
+	char dev[IF_NAMESIZE];                 /* the rule's interface by name */
+	bool waiting;                          /* that interface is gone or not attached: not applied */
 	__u64 ev[XDPR_NE_MAX];                 /* enum xdpr_nat_event, summed */
 	__u64 cpu_ev[XDPR_MAX_CPUS][XDPR_NE_MAX];
 };
@@ -155,10 +156,12 @@ int xdpr_cfg_set(struct xdpr *x, const struct xdpr_cfg *c);
 /* Rules in id order with their counters; returns how many. */
 int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max);
 /*
- * Settle NAT rule state under the lock (xdpr_open with XDPR_O_LOCK calls
- * it): finish or undo what a killed command left.  0 or -errno with x->err.
+ * Settle NAT rule state under the lock (xdpr_open with XDPR_O_LOCK calls it;
+ * xdpr_attach calls it with the interfaces it just attached): finish or undo
+ * what a killed command left, and re-bind rules whose interface was deleted
+ * and is attached again under its name.  0 or -errno with x->err.
  */
-int xdpr_nat_repair(struct xdpr *x);
+int xdpr_nat_repair(struct xdpr *x, char *const *attached, int n);
 /* nr: flags, src, pool, ports filled in; dev and masquerade address are set here. */
 int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace);
 int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask);

@@ -267,7 +267,7 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		return -ENOENT;
 	}
 	/* under the lock: finish or undo what a killed command left (nat.c) */
-	return (flags & XDPR_O_LOCK) ? xdpr_nat_repair(x) : 0;
+	return (flags & XDPR_O_LOCK) ? xdpr_nat_repair(x, NULL, 0) : 0;
 }
 
 void xdpr_close(struct xdpr *x)
@@ -826,6 +826,8 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 
 		for (int i = 0; i < n && !xdpr_cfg_get(x, &c) && (c.flags & XDPR_CFG_NAT); i++)
 			xdpr_nat_prepare_dev(x, ifnames[i]);
+		if (xdpr_nat_repair(x, ifnames, n)) /* NAT rules waiting for these names */
+			snprintf(x->note, sizeof(x->note), "%s", x->err);
 		xdpr_local_sync(x);
 		sync_pins(x, true);
 		return 0;

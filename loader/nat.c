@@ -21,10 +21,14 @@
  * A killed command leaves a mark that says what was in flight, and the
  * entry says whether it committed: nat_settle(), run under the lock by every
  * locked command (xdpr_nat_repair), finishes what committed and undoes what
- * did not.  A rule is listed if and only if it is applied, or waiting for
- * an interface that is gone: an unmarked rule that no entry lists is such a
- * rule (the dead interface's entry may have been pruned), and that is why a
- * deletion marks the slot before it commits.
+ * did not.  A rule is listed if and only if it is applied, or waiting:
+ *
+ * Rules follow their interface by name.  A rule whose interface was deleted
+ * (or is not attached) waits: listed, not applied.  When an interface of that
+ * name is attached again the rule is re-bound to its new ifindex: slots
+ * first, then that interface's entry (the commit).  An unmarked rule that no
+ * entry lists is such a rule (the dead interface's entry may have been
+ * pruned): that is why a deletion marks the slot before it commits.
  *
  * Rule ids are handed out round robin so that a freshly freed id is not
  * reused while stragglers may still count on it.
@@ -47,11 +51,12 @@
  *                       no entry lists, this is the commit)
  *   del:commit          the interface entry without the rule
  * and the settling steps after a commit, named after the command (add,
- * replace, del, flush; "repair" when another command's repair runs them):
- * OP:retired (replaced rule retired), OP:unmarked (mark cleared), OP:gc and
- * OP:freed (a deleted rule's sessions removed, then its slot), OP:orphan-gc
- * and OP:orphan-freed (the same for a rule it had replaced), OP:cfg (NAT
- * flag changed).
+ * replace, del, flush, attach; "repair" when another command's repair runs
+ * them): OP:retired (replaced rule retired), OP:unmarked (mark cleared),
+ * OP:gc and OP:freed (a deleted rule's sessions removed, then its slot),
+ * OP:orphan-gc and OP:orphan-freed (the same for a rule it had replaced),
+ * OP:rebind-slots and OP:rebind-commit (a waiting rule's slot names the new
+ * ifindex, then the interface's entry lists it), OP:cfg (NAT flag changed).
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -280,7 +285,7 @@ static bool same_src(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *
 
 static bool same_iface(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
 {
-	return a->ifindex == b->ifindex;
+	return a->ifindex == b->ifindex || (a->ifname[0] && !strncmp(a->ifname, b->ifname, IF_NAMESIZE));
 }
 
 /*
@@ -325,8 +330,8 @@ static void classify(struct xdpr *x, struct nat_state *s, __u32 id)
 		s->st[id] = s->ref[id] && s->link[id] >= 0 ? SL_APPLIED : SL_WAITING;
 }
 
-/* Read every slot. */
-static int nat_load(struct xdpr *x, struct nat_state *s)
+/* Read every slot; attached: x->links plus these names (just attached). */
+static int nat_load(struct xdpr *x, struct nat_state *s, char *const *attached, int n)
 {
 	memset(s, 0, sizeof(*s));
 	for (int i = 0; i < x->nlinks; i++) {
@@ -334,6 +339,17 @@ static int nat_load(struct xdpr *x, struct nat_state *s)
 		s->links[i].ifindex = x->links[i].ifindex;
 	}
 	s->nlinks = x->nlinks;
+	for (int i = 0; i < n && s->nlinks < XDPR_MAX_IFACES; i++) {
+		__u32 ifindex = if_nametoindex(attached[i]);
+		bool known = false;
+
+		for (int k = 0; k < s->nlinks; k++)
+			known |= s->links[k].ifindex == ifindex;
+		if (!ifindex || known)
+			continue;
+		snprintf(s->links[s->nlinks].name, IF_NAMESIZE, "%s", attached[i]);
+		s->links[s->nlinks++].ifindex = ifindex;
+	}
 	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++) {
 		if (bpf_map_lookup_elem(x->fd[XM_RULES], &id, &s->r[id])) {
 			seterr(x, "cannot read NAT rule %u: %s", id, strerror(errno));
@@ -344,11 +360,11 @@ static int nat_load(struct xdpr *x, struct nat_state *s)
 	return 0;
 }
 
-static struct nat_state *nat_state_new(struct xdpr *x, int *err)
+static struct nat_state *nat_state_new(struct xdpr *x, char *const *attached, int n, int *err)
 {
 	struct nat_state *s = malloc(sizeof(*s));
 
-	*err = s ? nat_load(x, s) : -ENOMEM;
+	*err = s ? nat_load(x, s, attached, n) : -ENOMEM;
 	if (*err) {
 		free(s);
 		return NULL;
@@ -363,6 +379,8 @@ static void rule_dev(const struct nat_state *s, __u32 id, char *buf)
 
 	if (s->st[id] == SL_APPLIED)
 		snprintf(buf, IF_NAMESIZE, "%s", s->links[s->link[id]].name);
+	else if (r->ifname[0])
+		snprintf(buf, IF_NAMESIZE, "%.*s", IF_NAMESIZE - 1, r->ifname);
 	else if (!if_indextoname(r->ifindex, buf))
 		snprintf(buf, IF_NAMESIZE, "if%u", r->ifindex);
 }
@@ -416,6 +434,60 @@ static bool overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b
 	return (a->src_net & m) == (b->src_net & m);
 }
 
+/*
+ * Waiting rules named after an attached interface go back on it: their
+ * slots (and those of the rules they replaced) take its ifindex, then its
+ * entry lists them, one update per interface.
+ */
+static int rebind(struct xdpr *x, struct nat_state *s, const char *op)
+{
+	for (int i = 0; i < s->nlinks; i++) {
+		const struct nat_link *l = &s->links[i];
+		__u32 ids[XDPR_NAT_IF_RULES + 1];
+		struct xdpr_iface e;
+		int n = 0, err;
+
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && n <= XDPR_NAT_IF_RULES; id++)
+			if (s->st[id] == SL_WAITING && !strncmp(s->r[id].ifname, l->name, IF_NAMESIZE))
+				ids[n++] = id;
+		if (!n || bpf_map_lookup_elem(x->fd[XM_IFACES], &l->ifindex, &e))
+			continue;
+		for (int k = 0; k < e.nrules && k < XDPR_NAT_IF_RULES; k++)
+			for (int w = 0; w < n && e.rules[k] < XDPR_NAT_MAX_RULES; w++)
+				if (s->st[e.rules[k]] != SL_FREE && overlap(&s->r[e.rules[k]], &s->r[ids[w]]))
+					n = -1;
+		if (n < 0 || e.nrules + n > XDPR_NAT_IF_RULES) {
+			addnote(x, "NAT rules waiting for \"%s\" stay waiting: they would overlap its "
+				   "rules or exceed %d rules", l->name, XDPR_NAT_IF_RULES);
+			continue;
+		}
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++) {
+			struct xdpr_nat_rule *r = &s->r[id];
+
+			if ((s->st[id] != SL_WAITING && s->st[id] != SL_RETIRED) ||
+			    strncmp(r->ifname, l->name, IF_NAMESIZE) || r->ifindex == l->ifindex)
+				continue;
+			r->ifindex = l->ifindex;
+			err = put_rule(x, id, r);
+			if (err)
+				return err;
+		}
+		crash_point(op, "rebind-slots");
+		for (int w = 0; w < n; w++)
+			e.rules[e.nrules++] = ids[w];
+		err = put_iface(x, l->ifindex, &e, l->name);
+		if (err)
+			return err;
+		crash_point(op, "rebind-commit");
+		for (int w = 0; w < n; w++) {
+			s->st[ids[w]] = SL_APPLIED;
+			s->ref[ids[w]] = true;
+			s->link[ids[w]] = i;
+		}
+	}
+	return 0;
+}
+
 /* NAT on in the settings while any rule (listed or retired) is left. */
 static int set_nat_flag(struct xdpr *x, const struct nat_state *s, const char *op)
 {
@@ -437,7 +509,7 @@ static int set_nat_flag(struct xdpr *x, const struct nat_state *s, const char *o
 
 /*
  * Finish what committed and undo what did not (see the top of this file),
- * set the NAT flag.  Every step is idempotent: a
+ * re-bind waiting rules, set the NAT flag.  Every step is idempotent: a
  * settle killed halfway is finished by the next one.
  */
 static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
@@ -455,6 +527,12 @@ static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
 				err = put_rule(x, id, r);
 				if (!err)
 					crash_point(op, "unmarked");
+			}
+			/* renamed while applied: the rule follows the new name */
+			if (!err && s->st[id] == SL_APPLIED &&
+			    strncmp(r->ifname, s->links[s->link[id]].name, IF_NAMESIZE)) {
+				memcpy(r->ifname, s->links[s->link[id]].name, IF_NAMESIZE);
+				err = put_rule(x, id, r);
 			}
 			break;
 		case SL_REPLACED:
@@ -493,13 +571,15 @@ static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
 		if (!err)
 			crash_point(op, "orphan-freed");
 	}
+	if (!err)
+		err = rebind(x, s, op);
 	return err ? err : set_nat_flag(x, s, op);
 }
 
-static int settle_again(struct xdpr *x, const char *op)
+static int settle_again(struct xdpr *x, const char *op, char *const *attached, int n)
 {
 	int err;
-	struct nat_state *s = nat_state_new(x, &err);
+	struct nat_state *s = nat_state_new(x, attached, n, &err);
 
 	if (s)
 		err = nat_settle(x, s, op);
@@ -507,9 +587,9 @@ static int settle_again(struct xdpr *x, const char *op)
 	return err;
 }
 
-int xdpr_nat_repair(struct xdpr *x)
+int xdpr_nat_repair(struct xdpr *x, char *const *attached, int n)
 {
-	return settle_again(x, "repair");
+	return settle_again(x, n ? "attach" : "repair", attached, n);
 }
 
 /* ---------------------------------------------------------------- rules */
@@ -522,7 +602,7 @@ int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max)
 
 	if (ncpu <= 0)
 		return ncpu;
-	s = nat_state_new(x, &err);
+	s = nat_state_new(x, NULL, 0, &err);
 	if (!s)
 		return err;
 	vals = calloc(ncpu, sizeof(*vals));
@@ -538,6 +618,7 @@ int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max)
 		memset(ri, 0, sizeof(*ri));
 		ri->id = id;
 		ri->r = s->r[id];
+		ri->waiting = s->st[id] == SL_WAITING;
 		rule_dev(s, id, ri->dev);
 		for (int e = 0; e < XDPR_NE_MAX; e++) {
 			__u32 key = id * XDPR_NE_MAX + e;
@@ -676,6 +757,8 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 	if (err)
 		return err;
 	nr->ifindex = l->ifindex;
+	memset(nr->ifname, 0, sizeof(nr->ifname));
+	snprintf(nr->ifname, sizeof(nr->ifname), "%s", dev);
 	nr->masq_addr = (nr->flags & XDPR_NAT_MASQ) ? dev_ipv4(dev) : 0;
 	nr->flags &= ~XDPR_NAT_RETIRED;
 	nr->pending = NAT_ADDING;
@@ -687,7 +770,7 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 		seterr(x, "\"%s\" has no IPv4 address to masquerade to", dev);
 		return -EADDRNOTAVAIL;
 	}
-	s = nat_state_new(x, &err);
+	s = nat_state_new(x, NULL, 0, &err);
 	if (!s)
 		return err;
 
@@ -782,7 +865,7 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 	crash_point(op, "commit");
 
 	/* Live: the marks are only tidied up now (by the next command if this fails). */
-	if (settle_again(x, op))
+	if (settle_again(x, op, NULL, 0))
 		addnote(x, "the rule is applied, but %s; the next xdpr command finishes the change",
 			x->err);
 	err = 0;
@@ -828,7 +911,7 @@ int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 	__u32 id = 0;
 	int err;
 
-	s = nat_state_new(x, &err);
+	s = nat_state_new(x, NULL, 0, &err);
 	if (!s)
 		return err;
 	for (__u32 k = 1; k < XDPR_NAT_MAX_RULES && !id; k++) {
@@ -862,7 +945,7 @@ int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 	}
 	free(s);
 	/* its flows end now: its own sessions and those of the rules it replaced */
-	return err ? err : settle_again(x, "del");
+	return err ? err : settle_again(x, "del", NULL, 0);
 }
 
 int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res)
@@ -872,7 +955,7 @@ int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res)
 	int err = 0;
 
 	if (rules) {
-		s = nat_state_new(x, &err);
+		s = nat_state_new(x, NULL, 0, &err);
 		if (!s)
 			return err;
 		/* each rule is deleted as "nat del" would: marked, then off its entry */
@@ -891,7 +974,7 @@ int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res)
 		}
 		free(s);
 		if (!err)
-			err = settle_again(x, "flush");
+			err = settle_again(x, "flush", NULL, 0);
 	}
 	return err ? err : xdpr_nat_gc(x, XDPR_GC_ALL, 0, res);
 }

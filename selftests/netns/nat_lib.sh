@@ -348,8 +348,8 @@ rule_slots() {
 
 # Every used rule slot (struct xdpr_nat_rule, bpf/xdpr_shared.h) must be a
 # rule `nat show` lists, or a retired rule (XDPR_NAT_RETIRED) whose
-# replacement (same src) is listed; and no change may be in flight
-# (pending).  Prints what is wrong.
+# replacement (same interface, same src) is listed; and no change may be in
+# flight (pending).  Prints what is wrong.
 cat >"$T_TMP/slots.py" <<'EOF_PY'
 import ipaddress, json, sys
 
@@ -363,13 +363,14 @@ for e in slots:
     if not ifindex:
         continue
     src = "%s/%d" % (ipaddress.IPv4Address(v[8:12]), bin(int.from_bytes(v[12:16], "big")).count("1"))
-    pending = int.from_bytes(v[32:36], "little")
-    what = "slot %d (ifindex %d, src %s, flags %d, pending %d)" % (k, ifindex, src, flags, pending)
+    name = v[32:48].split(b"\0")[0].decode()
+    pending = int.from_bytes(v[48:52], "little")
+    what = "slot %d (ifindex %d %s, src %s, flags %d, pending %d)" % (k, ifindex, name, src, flags, pending)
     if pending:
         bad.append(what + ": a change still in flight")
     elif k in listed:
         continue
-    elif flags & 4 and any("%s/%d" % (r["src"], r["src_len"]) == src for r in rules):
+    elif flags & 4 and any("%s/%d" % (r["src"], r["src_len"]) == src and r["dev"] == name for r in rules):
         continue
     else:
         bad.append(what + ": used, but nat show does not list it")
