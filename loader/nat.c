@@ -989,6 +989,79 @@ static __u64 mono_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+struct hash_dump {
+	void *keys;
+	void *vals;
+	size_t n;
+};
+
+/*
+ * Every entry of a hash map, read with BPF_MAP_LOOKUP_BATCH.  The kernel
+ * hands out the table bucket by bucket, each bucket whole, and continues
+ * from the next bucket: an entry is seen once even while the packet path or
+ * a sweep adds and deletes others.  (BPF_MAP_GET_NEXT_KEY restarts from the
+ * first bucket when the key it continues from was deleted, listing entries
+ * again.)
+ */
+static int dump_hash(struct xdpr *x, int fd, const char *what, struct hash_dump *d)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), in = 0, out = 0, cnt;
+	size_t cap = 0;
+	bool first = true, grow = true;
+	int err = 0;
+
+	memset(d, 0, sizeof(*d));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		seterr(x, "cannot read %s: %s", what, strerror(errno));
+		return -errno;
+	}
+	for (;;) {
+		if (grow || cap - d->n < 1024) {
+			size_t ncap = cap ? cap * 2 : info.max_entries + 1024;
+			void *k = realloc(d->keys, ncap * info.key_size), *v;
+
+			if (k)
+				d->keys = k;
+			v = k ? realloc(d->vals, ncap * info.value_size) : NULL;
+			if (!v) {
+				err = -ENOMEM;
+				break;
+			}
+			d->vals = v;
+			cap = ncap;
+			grow = false;
+		}
+		cnt = cap - d->n;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out,
+					   (char *)d->keys + d->n * info.key_size,
+					   (char *)d->vals + d->n * info.value_size, &cnt, &o);
+		if (err && errno == ENOSPC) { /* one bucket holds more than the room left */
+			grow = true;
+			continue;
+		}
+		if (err && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		d->n += cnt;
+		if (err) { /* ENOENT: that was the last bucket */
+			err = 0;
+			break;
+		}
+		in = out;
+		first = false;
+	}
+	if (err) {
+		seterr(x, "cannot read %s: %s", what, strerror(-err));
+		free(d->keys);
+		free(d->vals);
+		memset(d, 0, sizeof(*d));
+	}
+	return err;
+}
+
 /* Session timeout as the datapath computes it (nat_timeout in bpf/nat.h). */
 __u64 xdpr_nat_timeout_ns(const struct xdpr_cfg *c, __u8 proto, __u8 state)
 {
@@ -1009,38 +1082,40 @@ __u64 xdpr_nat_timeout_ns(const struct xdpr_cfg *c, __u8 proto, __u8 state)
 
 int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, void *), void *arg)
 {
-	struct xdpr_ct_key k, next, *prev = NULL;
+	struct hash_dump d;
 	struct xdpr_cfg c;
 	__u64 now = mono_ns();
 	int err;
 
 	err = xdpr_cfg_get(x, &c);
+	if (!err)
+		err = dump_hash(x, x->fd[XM_CT], "the session table", &d);
 	if (err)
 		return err;
-	while (!bpf_map_get_next_key(x->fd[XM_CT], prev, &next)) {
+	for (size_t i = 0; i < d.n && !err; i++) {
+		const struct xdpr_ct_key *k = (const struct xdpr_ct_key *)d.keys + i;
 		struct xdpr_session s = {};
 		struct xdpr_ct_key ik;
 		__u64 last;
 
-		k = next;
-		prev = &k;
-		if (k.dir != XDPR_CT_OUT || bpf_map_lookup_elem(x->fd[XM_CT], &k, &s.out))
+		if (k->dir != XDPR_CT_OUT)
 			continue;
-		s.key = k;
-		ik = (struct xdpr_ct_key){ .saddr = k.daddr, .daddr = s.out.xaddr, .sport = k.dport,
-					   .dport = s.out.xport, .proto = k.proto, .dir = XDPR_CT_IN };
+		s.key = *k;
+		s.out = ((const struct xdpr_ct_val *)d.vals)[i];
+		ik = (struct xdpr_ct_key){ .saddr = k->daddr, .daddr = s.out.xaddr, .sport = k->dport,
+					   .dport = s.out.xport, .proto = k->proto, .dir = XDPR_CT_IN };
 		s.has_in = !bpf_map_lookup_elem(x->fd[XM_CT], &ik, &s.in);
 		s.state = s.out.state | (s.has_in ? s.in.state : 0);
 		last = s.out.last_seen;
 		if (s.has_in && s.in.last_seen > last)
 			last = s.in.last_seen;
 		s.idle_ns = now > last ? now - last : 0;
-		s.timeout_ns = xdpr_nat_timeout_ns(&c, k.proto, s.state);
+		s.timeout_ns = xdpr_nat_timeout_ns(&c, k->proto, s.state);
 		if (s.idle_ns > s.timeout_ns)
 			continue; /* expired, waiting for a sweep: not a live session */
 		err = cb(&s, arg);
-		if (err)
-			return err;
 	}
-	return 0;
+	free(d.keys);
+	free(d.vals);
+	return err;
 }
