@@ -65,7 +65,7 @@ int parse_prefix(const char *s, struct xdpr_route_spec *rs, char *err, size_t le
 /* 0, EXIT_USAGE (bad words) or EXIT_FAIL (unknown device), message in err */
 int parse_route(int argc, char **argv, struct xdpr_route_spec *rs, char *err, size_t len);
 struct xdpr;
-void print_nat_rules(struct xdpr *x, bool counters_only);
+int print_nat_rules(struct xdpr *x, bool counters_only);
 
 /* "2026-11-30T04:15:26Z" */
 void fmt_time(unsigned long long t, char *buf, size_t len);

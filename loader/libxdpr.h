@@ -151,10 +151,24 @@ struct xdpr_session {
 	__u64 timeout_ns;
 };
 
+/* Outside ports held on one outside address under one listed rule. */
+struct xdpr_held {
+	__u32 rule;              /* listed rule (bindings of the rules it replaced count here) */
+	__be32 addr;             /* outside address */
+	__u32 ports[3];          /* bindings by protocol: XDPR_HELD_TCP, _UDP, _ICMP (echo ids) */
+	__u32 holddown;          /* of those, without a session: kept for their inside endpoint */
+};
+enum { XDPR_HELD_TCP, XDPR_HELD_UDP, XDPR_HELD_ICMP };
+
 int xdpr_cfg_get(struct xdpr *x, struct xdpr_cfg *c);
 int xdpr_cfg_set(struct xdpr *x, const struct xdpr_cfg *c);
 /* Rules in id order with their counters; returns how many. */
 int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max);
+/*
+ * Ports held per listed rule and outside address (in use or in hold-down),
+ * sorted by rule then address: *out is malloc'd; returns how many.
+ */
+int xdpr_nat_held(struct xdpr *x, struct xdpr_held **out);
 /*
  * Settle NAT rule state under the lock (xdpr_open with XDPR_O_LOCK calls it;
  * xdpr_attach calls it with the interfaces it just attached): finish or undo

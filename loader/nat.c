@@ -1119,3 +1119,87 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 	free(d.vals);
 	return err;
 }
+
+/* xdpr_bind.nsess: a binding being deleted (BIND_DYING in bpf/nat.h). */
+#define BIND_DYING 0x80000000U
+
+struct held_one {
+	__u32 rule;
+	__be32 addr;
+	int proto;     /* XDPR_HELD_* */
+	bool holddown;
+};
+
+static int held_cmp(const void *a, const void *b)
+{
+	const struct held_one *x = a, *y = b;
+
+	if (x->rule != y->rule)
+		return x->rule < y->rule ? -1 : 1;
+	if (x->addr != y->addr)
+		return ntohl(x->addr) < ntohl(y->addr) ? -1 : 1;
+	return 0;
+}
+
+int xdpr_nat_held(struct xdpr *x, struct xdpr_held **out)
+{
+	__u32 owner[XDPR_NAT_MAX_RULES] = {};
+	struct held_one *one = NULL;
+	struct xdpr_held *h = NULL;
+	struct nat_state *s;
+	struct hash_dump d = {};
+	struct xdpr_cfg c;
+	__u64 now = mono_ns();
+	size_t n = 0, nh = 0;
+	int err;
+
+	*out = NULL;
+	s = nat_state_new(x, NULL, 0, &err);
+	if (!s)
+		return err;
+	/* bindings of a retired rule are shown with the rule that replaced it */
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++)
+		owner[id] = committed(s->st[id]) ? id : s->st[id] == SL_RETIRED ? successor(s, id) : 0;
+	free(s);
+	err = xdpr_cfg_get(x, &c);
+	if (!err)
+		err = dump_hash(x, x->fd[XM_BIND], "the binding table", &d);
+	if (err)
+		return err;
+	one = calloc(d.n + 1, sizeof(*one));
+	h = calloc(d.n + 1, sizeof(*h));
+	if (!one || !h) {
+		seterr(x, "cannot count the ports held: %s", strerror(ENOMEM));
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < d.n; i++) {
+		const struct xdpr_bind_key *k = (const struct xdpr_bind_key *)d.keys + i;
+		const struct xdpr_bind *b = (const struct xdpr_bind *)d.vals + i;
+		__u64 idle = now > b->last_active ? now - b->last_active : 0;
+		bool hold = b->nsess == 0;
+
+		if ((b->nsess & BIND_DYING) || b->rule >= XDPR_NAT_MAX_RULES || !owner[b->rule])
+			continue;
+		if (hold && idle > (__u64)c.holddown * 1000000000ULL)
+			continue; /* free for anyone, waiting for a sweep */
+		one[n++] = (struct held_one){ owner[b->rule], k->out_addr,
+					      k->proto == IPPROTO_TCP ? XDPR_HELD_TCP :
+					      k->proto == IPPROTO_UDP ? XDPR_HELD_UDP : XDPR_HELD_ICMP, hold };
+	}
+	qsort(one, n, sizeof(*one), held_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (!nh || h[nh - 1].rule != one[i].rule || h[nh - 1].addr != one[i].addr)
+			h[nh++] = (struct xdpr_held){ .rule = one[i].rule, .addr = one[i].addr };
+		h[nh - 1].ports[one[i].proto]++;
+		h[nh - 1].holddown += one[i].holddown;
+	}
+	*out = h;
+	h = NULL;
+out:
+	free(one);
+	free(h);
+	free(d.keys);
+	free(d.vals);
+	return err ? err : (int)nh;
+}

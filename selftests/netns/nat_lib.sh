@@ -127,9 +127,10 @@ nat_grown() {
 	fi
 }
 
-# nat_rules: `-j nat show` without counters, normalised (for "unchanged" checks).
+# nat_rules: `-j nat show` without counters and held ports, normalised (for
+# "unchanged" checks).
 nat_rules() {
-	xdpr -j nat show 2>&1 | jq -S -c 'map(del(.counters))' 2>&1
+	xdpr -j nat show 2>&1 | jq -S -c 'map(del(.counters, .held))' 2>&1
 }
 
 # sessions [ARGS...]: `-j nat sessions ARGS`, compact.
