@@ -507,6 +507,20 @@ static int set_nat_flag(struct xdpr *x, const struct nat_state *s, const char *o
 	return err;
 }
 
+/* A deleted rule goes: its sessions, then its slot (orphan: a rule it had replaced). */
+static int remove_rule(struct xdpr *x, struct nat_state *s, __u32 id, const char *op, bool orphan)
+{
+	int err = xdpr_nat_gc(x, XDPR_GC_RULE, id, NULL);
+
+	if (!err)
+		crash_point(op, orphan ? "orphan-gc" : "gc");
+	if (!err)
+		err = free_rule(x, s, id);
+	if (!err)
+		crash_point(op, orphan ? "orphan-freed" : "freed");
+	return err;
+}
+
 /*
  * Finish what committed and undo what did not (see the top of this file),
  * re-bind waiting rules, set the NAT flag.  Every step is idempotent: a
@@ -547,13 +561,7 @@ static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
 			err = free_rule(x, s, id);
 			break;
 		case SL_DELETED:
-			err = xdpr_nat_gc(x, XDPR_GC_RULE, id, NULL);
-			if (!err)
-				crash_point(op, "gc");
-			if (!err)
-				err = free_rule(x, s, id);
-			if (!err)
-				crash_point(op, "freed");
+			err = remove_rule(x, s, id, op, false);
 			break;
 		default:
 			break;
@@ -561,15 +569,8 @@ static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
 	}
 	/* retired rules whose replacement is gone: their sessions end too */
 	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
-		if (s->st[id] != SL_RETIRED || successor(s, id))
-			continue;
-		err = xdpr_nat_gc(x, XDPR_GC_RULE, id, NULL);
-		if (!err)
-			crash_point(op, "orphan-gc");
-		if (!err)
-			err = free_rule(x, s, id);
-		if (!err)
-			crash_point(op, "orphan-freed");
+		if (s->st[id] == SL_RETIRED && !successor(s, id))
+			err = remove_rule(x, s, id, op, true);
 	}
 	if (!err)
 		err = rebind(x, s, op);
