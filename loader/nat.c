@@ -25,9 +25,9 @@
  *
  * Rules follow their interface by name.  A rule whose interface was deleted
  * (or is not attached) waits: listed, not applied.  When an interface of that
- * name is attached again the rule is re-bound to its new ifindex: slots
- * first, then that interface's entry (the commit).  An unmarked rule that no
- * entry lists is such a rule (the dead interface's entry may have been
+ * name is attached again the rule is re-bound: that interface's entry lists
+ * it (the commit), then its slot takes the new ifindex.  An unmarked rule that
+ * no entry lists is such a rule (the dead interface's entry may have been
  * pruned): that is why a deletion marks the slot before it commits.
  *
  * Rule ids are handed out round robin so that a freshly freed id is not
@@ -55,8 +55,9 @@
  * them): OP:retired (replaced rule retired), OP:unmarked (mark cleared),
  * OP:gc and OP:freed (a deleted rule's sessions removed, then its slot),
  * OP:orphan-gc and OP:orphan-freed (the same for a rule it had replaced),
- * OP:rebind-slots and OP:rebind-commit (a waiting rule's slot names the new
- * ifindex, then the interface's entry lists it), OP:cfg (NAT flag changed).
+ * OP:rebind-prepared and OP:rebind-commit (before and after the interface's
+ * entry lists a waiting rule), OP:followed (a slot names its interface's new
+ * ifindex or name), OP:cfg (NAT flag changed).
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -101,8 +102,8 @@ struct nat_state {
 	struct nat_link links[XDPR_MAX_IFACES];   /* attached interfaces */
 	struct xdpr_nat_rule r[XDPR_NAT_MAX_RULES];
 	enum slot_state st[XDPR_NAT_MAX_RULES];
-	bool ref[XDPR_NAT_MAX_RULES];              /* listed by the entry of its own ifindex */
-	int link[XDPR_NAT_MAX_RULES];              /* links[] index of its ifindex, -1: none */
+	__u32 ref[XDPR_NAT_MAX_RULES];             /* ifindex of the entry listing it, 0: none */
+	int link[XDPR_NAT_MAX_RULES];              /* links[] index of that interface, -1: none */
 };
 
 static void crash_point(const char *op, const char *step)
@@ -301,23 +302,50 @@ static __u32 successor(const struct nat_state *s, __u32 id)
 	return 0;
 }
 
+/* Does the xdpr_ifaces entry of ifindex list rule id? */
+static bool lists(struct xdpr *x, __u32 ifindex, __u32 id)
+{
+	struct xdpr_iface e;
+
+	if (bpf_map_lookup_elem(x->fd[XM_IFACES], &ifindex, &e))
+		return false;
+	for (int k = 0; k < e.nrules && k < XDPR_NAT_IF_RULES; k++)
+		if (e.rules[k] == id)
+			return true;
+	return false;
+}
+
 static void classify(struct xdpr *x, struct nat_state *s, __u32 id)
 {
 	struct xdpr_nat_rule *r = &s->r[id];
-	struct xdpr_iface e;
+	int own = -1, named = -1;
 
 	s->link[id] = -1;
-	s->ref[id] = false;
+	s->ref[id] = 0;
 	if (!r->ifindex) {
 		s->st[id] = SL_FREE;
 		return;
 	}
-	for (int i = 0; i < s->nlinks; i++)
+	for (int i = 0; i < s->nlinks; i++) {
 		if (s->links[i].ifindex == r->ifindex)
-			s->link[id] = i;
-	if (!bpf_map_lookup_elem(x->fd[XM_IFACES], &r->ifindex, &e))
-		for (int k = 0; k < e.nrules && k < XDPR_NAT_IF_RULES; k++)
-			s->ref[id] |= e.rules[k] == id;
+			own = i;
+		else if (r->ifname[0] && !strncmp(s->links[i].name, r->ifname, IF_NAMESIZE))
+			named = i;
+	}
+	/*
+	 * Listed by its attached interface; or re-bound to the interface of its
+	 * name, the slot not updated yet; or listed by the stale entry of a
+	 * deleted interface (waiting).
+	 */
+	if (own >= 0 && lists(x, r->ifindex, id)) {
+		s->ref[id] = r->ifindex;
+		s->link[id] = own;
+	} else if (named >= 0 && lists(x, s->links[named].ifindex, id)) {
+		s->ref[id] = s->links[named].ifindex;
+		s->link[id] = named;
+	} else if (own < 0 && lists(x, r->ifindex, id)) {
+		s->ref[id] = r->ifindex;
+	}
 	if (r->flags & XDPR_NAT_RETIRED)
 		s->st[id] = SL_RETIRED;
 	else if (!s->ref[id] && r->pending == NAT_ADDING)
@@ -435,9 +463,13 @@ static bool overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b
 }
 
 /*
- * Waiting rules named after an attached interface go back on it: their
- * slots (and those of the rules they replaced) take its ifindex, then its
- * entry lists them, one update per interface.
+ * Waiting rules named after an attached interface go back on it: its entry
+ * lists them, one update per interface (the commit); then their slots, and
+ * those of the rules they replaced, take its ifindex (follow()).  In that
+ * order the packet path never meets a slot naming a live interface that no
+ * entry lists: until the commit the slot names the dead ifindex, and the
+ * sources of such a rule are dropped, not sent out untranslated
+ * (drop_nat_if_gone).
  */
 static int rebind(struct xdpr *x, struct nat_state *s, const char *op)
 {
@@ -461,18 +493,19 @@ static int rebind(struct xdpr *x, struct nat_state *s, const char *op)
 				   "rules or exceed %d rules", l->name, XDPR_NAT_IF_RULES);
 			continue;
 		}
-		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++) {
-			struct xdpr_nat_rule *r = &s->r[id];
+		/* masquerade without BPF_FIB_LOOKUP_SRC translates to the address kept here */
+		for (int w = 0; w < n; w++) {
+			struct xdpr_nat_rule *r = &s->r[ids[w]];
+			__be32 a = (r->flags & XDPR_NAT_MASQ) ? dev_ipv4(l->name) : 0;
 
-			if ((s->st[id] != SL_WAITING && s->st[id] != SL_RETIRED) ||
-			    strncmp(r->ifname, l->name, IF_NAMESIZE) || r->ifindex == l->ifindex)
+			if (!a || a == r->masq_addr)
 				continue;
-			r->ifindex = l->ifindex;
-			err = put_rule(x, id, r);
+			r->masq_addr = a;
+			err = put_rule(x, ids[w], r);
 			if (err)
 				return err;
 		}
-		crash_point(op, "rebind-slots");
+		crash_point(op, "rebind-prepared");
 		for (int w = 0; w < n; w++)
 			e.rules[e.nrules++] = ids[w];
 		err = put_iface(x, l->ifindex, &e, l->name);
@@ -481,10 +514,43 @@ static int rebind(struct xdpr *x, struct nat_state *s, const char *op)
 		crash_point(op, "rebind-commit");
 		for (int w = 0; w < n; w++) {
 			s->st[ids[w]] = SL_APPLIED;
-			s->ref[ids[w]] = true;
+			s->ref[ids[w]] = l->ifindex;
 			s->link[ids[w]] = i;
 		}
 	}
+	return 0;
+}
+
+/*
+ * The slot of an applied rule names its interface as it is now: the
+ * ifindex after a re-bind, the name after a rename; a retired rule
+ * follows the rule that replaced it.
+ */
+static int follow(struct xdpr *x, struct nat_state *s, const char *op)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++) {
+			struct xdpr_nat_rule *r = &s->r[id];
+			__u32 k = pass ? successor(s, id) : id;
+			__u32 ifindex;
+			const char *name;
+			int err;
+
+			if ((pass ? s->st[id] != SL_RETIRED : s->st[id] != SL_APPLIED) ||
+			    !k || s->st[k] != SL_APPLIED)
+				continue;
+			ifindex = s->links[s->link[k]].ifindex;
+			name = s->links[s->link[k]].name;
+			if (r->ifindex == ifindex && !strncmp(r->ifname, name, IF_NAMESIZE))
+				continue;
+			r->ifindex = ifindex;
+			memset(r->ifname, 0, sizeof(r->ifname));
+			snprintf(r->ifname, sizeof(r->ifname), "%s", name);
+			err = put_rule(x, id, r);
+			if (err)
+				return err;
+			crash_point(op, "followed");
+		}
 	return 0;
 }
 
@@ -523,7 +589,7 @@ static int remove_rule(struct xdpr *x, struct nat_state *s, __u32 id, const char
 
 /*
  * Finish what committed and undo what did not (see the top of this file),
- * re-bind waiting rules, set the NAT flag.  Every step is idempotent: a
+ * re-bind waiting rules, bring slots up to date, set the NAT flag.  Every step is idempotent: a
  * settle killed halfway is finished by the next one.
  */
 static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
@@ -541,12 +607,6 @@ static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
 				err = put_rule(x, id, r);
 				if (!err)
 					crash_point(op, "unmarked");
-			}
-			/* renamed while applied: the rule follows the new name */
-			if (!err && s->st[id] == SL_APPLIED &&
-			    strncmp(r->ifname, s->links[s->link[id]].name, IF_NAMESIZE)) {
-				memcpy(r->ifname, s->links[s->link[id]].name, IF_NAMESIZE);
-				err = put_rule(x, id, r);
 			}
 			break;
 		case SL_REPLACED:
@@ -574,6 +634,8 @@ static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
 	}
 	if (!err)
 		err = rebind(x, s, op);
+	if (!err)
+		err = follow(x, s, op);
 	return err ? err : set_nat_flag(x, s, op);
 }
 
@@ -938,7 +1000,7 @@ int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 		crash_point("del", "marked");
 	drop[id] = true;
 	if (!err && s->ref[id]) {
-		err = unlink_ids(x, s->r[id].ifindex, drop, dev);
+		err = unlink_ids(x, s->ref[id], drop, dev);
 		if (err)
 			put_rule(x, id, &s->r[id]); /* not deleted: unmark */
 		else
@@ -971,7 +1033,7 @@ int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res)
 			if (!drop[id] || !s->ref[id])
 				continue;
 			rule_dev(s, id, name);
-			err = unlink_ids(x, s->r[id].ifindex, drop, name);
+			err = unlink_ids(x, s->ref[id], drop, name);
 		}
 		free(s);
 		if (!err)

@@ -19,6 +19,15 @@ r1_index() {
 	ip -n "$R" -j link show r1 2>/dev/null | jq -r '.[0].ifindex // empty'
 }
 
+# rule_ifindex ID: the ifindex rule slot ID holds (bpftool)
+rule_ifindex() {
+	rule_slots "$T_TMP/slots.json" &&
+		"$NAT_PY" -c 'import json, sys
+for e in json.load(open(sys.argv[1])):
+    if int(e["key"][0], 16) == int(sys.argv[2]):
+        print(int.from_bytes(bytes(int(b, 16) for b in e["value"][0:4]), "little"))' "$T_TMP/slots.json" "$1"
+}
+
 # recreate_r1 [IFINDEX]: r1/h0 again, addressed and routed as nat_topo_create made them.
 recreate_r1() {
 	local i
@@ -101,8 +110,8 @@ ip -n "$R" link del r1
 recreate_r1 "$old"
 is "$(r1_index)" "$old" "r1 re-created with the same ifindex ($old)"
 shows "r1 re-created (same ifindex), not attached" waiting "(waiting for r1)"
-XDPR_CRASH_AT=attach:rebind-slots T_CLI_TIMEOUT=90 cli "$R" link attach r1
-is "$RC" 137 "link attach r1 killed after the slots, before the commit"
+XDPR_CRASH_AT=attach:rebind-prepared T_CLI_TIMEOUT=90 cli "$R" link attach r1
+is "$RC" 137 "link attach r1 killed right before the commit"
 shows "killed link attach" waiting "(waiting for r1)"
 ok "a locked command runs" xdpr nat gc
 shows "after the next locked command" applied
@@ -111,10 +120,13 @@ translated 33004 "re-bound by the next locked command"
 ip -n "$R" link del r1
 recreate_r1
 XDPR_CRASH_AT=attach:rebind-commit T_CLI_TIMEOUT=90 cli "$R" link attach r1
-is "$RC" 137 "link attach r1 killed right after the commit"
+is "$RC" 137 "link attach r1 killed right after the commit (the slot still names the old ifindex)"
 shows "killed right after the commit" applied
 translated 33005 "applied by the killed link attach"
+num "$(rule_ifindex 1)" -ne "$(r1_index)" "killed right after the commit: the slot still names the old ifindex"
+ok "a locked command runs" xdpr nat gc
 slots_clean "after the killed link attaches"
+is "$(rule_ifindex 1)" "$(r1_index)" "the rule's slot names the new r1's ifindex"
 
 # ---- a waiting rule can be deleted
 ip -n "$R" link del r1
