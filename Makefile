@@ -72,7 +72,7 @@ $(BUILD)/selftests/%: selftests/unit/%.c $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/selftests/%: selftests/bpf/%.c $(BUILD)/libxdpr.a $(BUILD)/xdpr.skel.h
+$(BUILD)/selftests/%: selftests/bpf/%.c $(wildcard selftests/bpf/*.h) $(BUILD)/libxdpr.a $(BUILD)/xdpr.skel.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(BUILD)/libxdpr.a -o $@ $(LDLIBS)

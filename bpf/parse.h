@@ -8,6 +8,7 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/in.h>
+#include <linux/bpf.h>
 #include <bpf/bpf_endian.h>
 
 struct cursor {
@@ -86,6 +87,108 @@ static __always_inline int ip6_is_exthdr(__u8 nexthdr)
 		return 1;
 	}
 	return 0;
+}
+
+#define IP_MF     0x2000
+#define IP_DF     0x4000
+#define IP_OFFSET 0x1fff
+
+/*
+ * An IPv4 packet as the NAT steps see it.  Pointers are checked against
+ * end (the frame, for the verifier) and ip_end (the IP total length, so
+ * Ethernet padding is never parsed or rewritten): pkt4_has() checks both.
+ */
+struct pkt4 {
+	struct iphdr *iph;
+	void *l4;          /* transport header, NULL when not present (later fragment) */
+	void *end;         /* data_end */
+	void *ip_end;      /* iph + total length (<= end) */
+	__be16 sport;      /* key ports: TCP/UDP ports, ICMP echo id (see xdpr_ct_key) */
+	__be16 dport;
+	__u8 proto;
+	__u8 frag;         /* any fragment */
+	__u8 icmp_err;     /* ICMP destination unreachable / time exceeded / parameter problem */
+	__u8 reversed;     /* destination translated back to an inside host */
+};
+
+#define pkt4_has(p, ptr, len) \
+	((void *)(ptr) + (len) <= (p)->end && (void *)(ptr) + (len) <= (p)->ip_end)
+
+/*
+ * The same packet as offsets from the frame start: what crosses into a
+ * global (verified-once) function, which takes no packet pointers and
+ * rebuilds its view from the context (pkt4_view).
+ */
+struct pkt4_io {
+	__u16 l3;          /* IPv4 header offset */
+	__u16 l4;          /* transport header offset, 0: none */
+	__u16 ip_end;      /* end of the IP packet (offset) */
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 frag;
+	__u8 icmp_err;
+	__u8 reversed;
+	__be16 orig_dport; /* as it arrived, before an inbound translation */
+	__be32 orig_daddr;
+	__u32 hp_ifindex;  /* hairpin: the binding's interface, address and rule */
+	__be32 hp_addr;
+	__u32 hp_rule;
+	__s32 fib_rc;      /* route map: the FIB's answer for the next hop, */
+	__be32 fib_dst;    /* the next hop it asked about */
+	__u32 fib_if;      /* and through which interface */
+};
+
+/* The offsets of p, whose IPv4 header starts l3 bytes into the frame. */
+static __always_inline void pkt4_to_io(const struct pkt4 *p, __u16 l3, struct pkt4_io *io)
+{
+	io->l3 = l3;
+	io->l4 = p->l4 ? l3 + p->iph->ihl * 4 : 0;
+	io->ip_end = l3 + bpf_ntohs(p->iph->tot_len);
+	io->sport = p->sport;
+	io->dport = p->dport;
+	io->proto = p->proto;
+	io->frag = p->frag;
+	io->icmp_err = p->icmp_err;
+	io->reversed = p->reversed;
+}
+
+/* Back from a global function: what it may have changed. */
+static __always_inline void pkt4_from_io(struct pkt4 *p, const struct pkt4_io *io)
+{
+	p->sport = io->sport;
+	p->dport = io->dport;
+	p->reversed = io->reversed;
+}
+
+/* Inside a global function: the pointer view of io; 0, or -1 if it does not fit the frame. */
+static __always_inline int pkt4_view(struct xdp_md *ctx, const struct pkt4_io *io, struct pkt4 *p)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u32 l3 = io->l3 & 0x3f, l4 = io->l4 & 0xff, ip_end = io->ip_end;
+
+	p->iph = data + l3;
+	if ((void *)(p->iph + 1) > end)
+		return -1;
+	p->end = end;
+	p->ip_end = data + ip_end;
+	if (p->ip_end > end)
+		return -1;
+	p->l4 = l4 ? data + l4 : NULL;
+	p->sport = io->sport;
+	p->dport = io->dport;
+	p->proto = io->proto;
+	p->frag = io->frag;
+	p->icmp_err = io->icmp_err;
+	p->reversed = io->reversed;
+	return 0;
+}
+
+static __always_inline void pkt4_back(const struct pkt4 *p, struct pkt4_io *io)
+{
+	io->sport = p->sport;
+	io->dport = p->dport;
+	io->reversed = p->reversed;
 }
 
 #endif /* XDPR_PARSE_H */

@@ -13,6 +13,8 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "xdpr_shared.h"
+#include "maps.h"
+#include "step.h"
 
 /*
  * Inner maps of a slot: sizes vary with the table (BPF_F_INNER_MAP), the
@@ -71,10 +73,6 @@ struct {
 	__type(value, struct xdpr_ctr);
 } xdpr_rt_stats SEC(".maps");
 
-/* Returned by the route step when no route matched: ask the FIB. */
-#define RT_NONE (-1)
-/* A via route filled the FIB result (return code in *fibrc). */
-#define RT_FIB  (-2)
 
 static __always_inline void rt_count(__u32 id, __u64 bytes)
 {
@@ -113,7 +111,7 @@ static __always_inline const struct xdpr_nh *rt_pick(__u32 slot, const struct xd
 	return e ? &e->nh : NULL;
 }
 
-/* The action's verdict for blackhole/pass, or RT_FIB after resolving a next hop. */
+/* The action's verdict for blackhole/pass, or STEP_RT_FIB after resolving a next hop. */
 static __always_inline int rt_act(const struct xdpr_rtent *r, __u64 bytes)
 {
 	rt_count(r->id, bytes);
@@ -121,7 +119,7 @@ static __always_inline int rt_act(const struct xdpr_rtent *r, __u64 bytes)
 		return XDPR_DROP_ROUTE_BLACKHOLE;
 	if (r->action != XDPR_RT_VIA || r->nnh == 0)
 		return XDPR_PASS_ROUTE;
-	return RT_FIB;
+	return STEP_RT_FIB;
 }
 
 /* After the FIB resolved the gateway: it must leave through the route's device. */
@@ -132,7 +130,7 @@ static __always_inline int rt_check_nh(int rc, const struct bpf_fib_lookup *fib,
 	if (rc == BPF_FIB_LKUP_RET_NOT_FWDED || rc == BPF_FIB_LKUP_RET_BLACKHOLE ||
 	    rc == BPF_FIB_LKUP_RET_UNREACHABLE || rc == BPF_FIB_LKUP_RET_PROHIBIT)
 		return XDPR_PASS_ROUTE_GW;
-	return -1;
+	return STEP_NEXT;
 }
 
 /*
@@ -154,7 +152,7 @@ static __always_inline int rt_static_nh(struct xdp_md *ctx, struct bpf_fib_looku
 	fib->ifindex = ifindex;
 	__builtin_memcpy(fib->dmac, nh->mac, 6);
 	__builtin_memcpy(fib->smac, out->mac, 6);
-	return -1;
+	return STEP_NEXT;
 }
 
 /*

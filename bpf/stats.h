@@ -6,13 +6,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "xdpr_shared.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XDPR_MAX_IFACES);
-	__type(key, __u32);
-	__type(value, struct xdpr_slot);
-} xdpr_stats SEC(".maps");
+#include "maps.h"
 
 /* Count one frame under its reason and return the verdict that goes with it. */
 static __always_inline int count_exit(__u32 slot, int reason, __u64 bytes)

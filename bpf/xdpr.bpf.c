@@ -2,18 +2,26 @@
 /*
  * xdpr.bpf.c - the xdpr fast path: one program on every router interface.
  *
- *   parse L2 -> IPv4 / IPv6 checks -> bpf_fib_lookup -> TTL -> egress claim
- *   -> rewrite (TTL/hop limit, checksum, MACs) -> XDP_REDIRECT
+ *   parse L2 -> IPv4 (fwd4.h) or IPv6 (fwd6.h): checks -> reverse NAT ->
+ *   route map / FIB -> source NAT -> TTL, egress claim -> rewrite -> redirect
  *
  * Every exit is one enum xdpr_reason, counted per CPU per ingress interface
  * in one place (count_exit); the verdict follows from the reason.
+ *
+ * Where things are: maps.h (every map but the route map's), parse.h (frame
+ * cursor, packet views), fib.h (FIB results, egress), route.h (route map),
+ * nat.h (the NAT steps), nat_sess.h (sessions), nat_bind.h (ports and
+ * mappings), nat_xlate.h (rewriting), icmp.h (errors sent from XDP),
+ * hairpin.h, stats.h, csum.h.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "xdpr_shared.h"
+#include "maps.h"
 #include "parse.h"
 #include "stats.h"
-#include "fib.h"
+#include "fwd4.h"
+#include "fwd6.h"
 
 static __always_inline int l2_for_us(const struct ethhdr *eth, const struct xdpr_iface *in)
 {
@@ -21,14 +29,6 @@ static __always_inline int l2_for_us(const struct ethhdr *eth, const struct xdpr
 
 	return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2])) == 0;
 }
-
-/* FIB parameters live off the 512-byte stack, which the NAT calls need. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bpf_fib_lookup);
-} xdpr_fib_scr SEC(".maps");
 
 static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,
 					const struct xdpr_iface *in)
@@ -61,7 +61,7 @@ static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,
 		return XDPR_PASS_FIB_OTHER;
 	if (eth->h_proto == bpf_htons(ETH_P_IP))
 		return fwd_ip4(ctx, &c, eth, in, fib);
-	return fwd_ip6(ctx, &c, eth, in, fib);
+	return fwd_ip6(ctx, in->flags);
 }
 
 SEC("xdp")
@@ -79,50 +79,9 @@ int xdpr_main(struct xdp_md *ctx)
 	return count_exit(in ? in->slot : 0, xdpr_forward(ctx, c, in), bytes);
 }
 
-struct bpf_map;
-
 /* ---- programs the CLI runs with BPF_PROG_TEST_RUN, never attached ---- */
 
-static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_val *v,
-		     struct sweep_ctx *s)
-{
-	if (k->dir != XDPR_CT_OUT)
-		return 0;
-	s->seen++;
-	if (s->op == XDPR_GC_ALL || (s->op == XDPR_GC_RULE && v->rule == s->rule)) {
-		if (nat_sess_delete(k, v, s->now))
-			s->deleted++;
-	} else if (nat_sweep_key(k, v, s->now, s->cfg, 0)) {
-		s->deleted++;
-	}
-	return 0;
-}
-
-static long gc_bind_cb(struct bpf_map *map, struct xdpr_bind_key *k, struct xdpr_bind *b,
-		       struct sweep_ctx *s)
-{
-	struct xdpr_eim_key ek = {};
-	struct xdpr_eim_val *e;
-	__u64 idle = s->now > b->last_active ? s->now - b->last_active : 0;
-
-	if (b->nsess != 0 || idle <= (__u64)s->cfg->holddown * NSEC)
-		return 0;
-	/* no one can take a reference once DYING is set */
-	if (__sync_val_compare_and_swap(&b->nsess, 0, BIND_DYING) != 0)
-		return 0;
-	ek.in_addr = b->in_addr;
-	ek.in_port = b->in_port;
-	ek.proto = k->proto;
-	ek.rule = b->rule;
-	e = bpf_map_lookup_elem(&xdpr_nat_eim, &ek);
-	if (e && e->gen == b->gen)
-		bpf_map_delete_elem(&xdpr_nat_eim, &ek);
-	bpf_map_delete_elem(&xdpr_nat_bind, k);
-	s->binds_freed++;
-	return 0;
-}
-
-/* Sweep the session table: expired sessions (or all, or one rule's), idle bindings. */
+/* Sweep the session table: expired sessions (or all, or one rule's), idle bindings, empty hosts. */
 SEC("xdp")
 int xdpr_nat_gc(struct xdp_md *ctx)
 {
@@ -139,8 +98,7 @@ int xdpr_nat_gc(struct xdp_md *ctx)
 	s.now = bpf_ktime_get_coarse_ns();
 	s.op = cmd->op;
 	s.rule = cmd->rule;
-	bpf_for_each_map_elem(&xdpr_nat_ct, gc_ct_cb, &s, 0);
-	bpf_for_each_map_elem(&xdpr_nat_bind, gc_bind_cb, &s, 0);
+	nat_gc_all(&s);
 	cmd->deleted = s.deleted;
 	cmd->seen = s.seen;
 	cmd->binds_freed = s.binds_freed;

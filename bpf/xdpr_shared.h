@@ -83,9 +83,12 @@ enum xdpr_reason {
 	XDPR_DROP_ROUTE_BLACKHOLE, /* route map: "blackhole" route                 */
 	XDPR_DROP_NAT_IF_GONE,   /* inside source of a NAT rule whose outside
 	                            interface is gone (deleted, not yet re-bound) */
-	XDPR_DROP_NAT_IN_NO_NEIGH, /* translated back, inside host's MAC unknown:
-	                            the kernel's ICMP would quote the inside address */
-	XDPR_DROP_NAT_IN_NO_ROUTE, /* translated back, no route to the inside host */
+	XDPR_DROP_NAT_IN_NO_NEIGH, /* to an inside host whose MAC is unknown: the
+	                            kernel's ICMP would quote the inside address */
+	XDPR_DROP_NAT_IN_NO_ROUTE, /* to an inside host with no route to it        */
+	XDPR_DROP_NAT_ICMP_LIMIT,  /* an ICMP error XDP would send, over its rate  */
+	XDPR_DROP_NAT_BUSY,      /* another CPU held the endpoint or session being
+	                            created for too long (bounded wait)           */
 
 	/* answered in XDP (XDP_TX): ICMP errors about packets to a NAT binding,
 	   quoting the packet as it arrived (outside addresses only) */
@@ -239,11 +242,16 @@ struct xdpr_bind {
 	__be16 in_port;
 	__u8 rule;
 	__u8 pad;
-	__u64 gen;          /* claim generation: reclaiming CPUs race with cmpxchg */
-	__u64 last_active;  /* ns: last session refresh, or when the last one ended */
-	__u32 nsess;        /* sessions holding it (atomic; per flow, never per packet) */
-	__u32 pad2;
+	__u64 state;        /* generation << 32 | dying | references: one word, changed
+	                       only by compare-and-swap (bpf/nat_bind.h says why) */
+	__u64 last_active;  /* ns: refreshed by its sessions' traffic (at most once a
+	                       second), set when the last reference goes */
+	__u64 pad2;
 };
+
+#define XDPR_BIND_DYING     (1ULL << 31)
+#define XDPR_BIND_REFS(s)   ((__u32)((s) & 0x7fffffffULL))
+#define XDPR_BIND_GEN(s)    ((__u32)((s) >> 32))
 
 /* Inside endpoint -> its binding (endpoint-independent mapping, RFC 4787 REQ-1). */
 struct xdpr_eim_key {
@@ -257,13 +265,17 @@ struct xdpr_eim_val {
 	__be32 out_addr;
 	__be16 out_port;
 	__u16 pad;
-	__u64 gen;
+	__u64 gen;          /* generation of the binding; 0 while one CPU claims the
+	                       endpoint (the others wait or adopt what it publishes) */
 };
 
 struct xdpr_host {
-	__u32 nsess;        /* atomic, per flow */
+	__u32 nsess;        /* sessions, | XDPR_HOST_DYING while the entry is deleted;
+	                       compare-and-swap, per flow */
 	__u32 pad;
 };
+
+#define XDPR_HOST_DYING 0x80000000U
 
 /* NAT events, counted per CPU per rule in xdpr_nat_stats[rule * XDPR_NE_MAX + event]. */
 enum xdpr_nat_event {
@@ -284,6 +296,12 @@ enum xdpr_nat_event {
 	XDPR_NE_HAIRPIN,
 	XDPR_NE_ADDR_CHANGED,   /* masquerade address moved: session re-created */
 	XDPR_NE_PAIR_REPAIRED,  /* half session found alone and dropped/re-created */
+	XDPR_NE_ADOPTED,        /* another CPU created the mapping or session first: used */
+	XDPR_NE_PORT_SHADOWED,  /* outside ports skipped: a socket of the router holds them */
+	XDPR_NE_NO_ADDR,        /* masquerade: the interface has no IPv4 address */
+	XDPR_NE_SWEEPS,         /* whole-table sweeps run by the fast path under pressure */
+	XDPR_NE_BUSY,           /* another CPU held the endpoint or key too long: dropped */
+	XDPR_NE_PROBES,         /* ports looked at by searches that found none (<= 64 a packet) */
 	XDPR_NE_MAX
 };
 

@@ -97,6 +97,8 @@ static int link_attach(int argc, char **argv)
 		return fail(EXIT_USAGE, "%s", err);
 	}
 	ret = xdpr_open(&x, XDPR_O_LOCK);
+	if (!ret) /* finish or undo what a killed command left */
+		ret = xdpr_nat_repair(&x, NULL, 0);
 	if (ret && ret != -ENOENT) {
 		xdpr_close(&x);
 		return fail(EXIT_FAIL, "%s", x.err);

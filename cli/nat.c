@@ -127,6 +127,10 @@ static int open_router(struct xdpr *x, unsigned int flags)
 {
 	int err = xdpr_open(x, flags);
 
+	/* under the lock: finish or undo what a killed command left */
+	if (!err && (flags & XDPR_O_LOCK))
+		err = xdpr_nat_repair(x, NULL, 0);
+
 	if (err) {
 		xdpr_close(x);
 		return fail(EXIT_FAIL, "%s", x->err);

@@ -42,10 +42,15 @@ struct xdpr_link {
 	bool has_cfg;       /* cfg read from xdpr_ifaces */
 };
 
-/* The maps every program instance shares (names in xdpr_shared.h). */
+/*
+ * The maps every program instance shares (names in xdpr_shared.h), and
+ * XM_SINCE, the library's own: attach times by slot, bound to the program
+ * (no packet reads it) and absent on routers of older versions.
+ */
 enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
 	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS,
+	XM_SINCE,
 	XM_MAX
 };
 
@@ -101,13 +106,9 @@ int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu);
 int xdpr_probe_xdp_features(__u32 ifindex, __u64 *features);
 enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex);
 
-/* Internal to the library and its tests: run a helper program on the shared maps. */
-struct bpf_object;
-int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
-int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
+/* Internal to the library and its tests (the rest of the internals: core.h). */
 /* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */
 enum { XDPR_RT_DIR, XDPR_RT_REC, XDPR_RT_NH, XDPR_RT_MAPS };
-int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries);
 /* A route with its prefix as the library handles it (the maps hold it compacted). */
 struct xdpr_rtrec {
 	struct xdpr_route r;
@@ -126,8 +127,6 @@ int xdpr_rt_index(const struct xdpr_rtent *rec, size_t n, const struct xdpr_rten
 /* The inner maps of a slot holding these routes, filled: 0 or -errno with x->err. */
 int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n,
 		      const struct xdpr_rtent *local, size_t nlocal, int fd[XDPR_RT_MAPS]);
-void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-extern const char *const map_names[XM_MAX];
 
 /* ---- source NAT ---- */
 #define XDPR_MAX_CPUS 64  /* per-CPU detail kept for this many CPUs */

@@ -70,7 +70,7 @@
 #include <netinet/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "libxdpr.h"
+#include "core.h"
 
 static __u32 zero_key;
 
@@ -115,14 +115,6 @@ static void crash_point(const char *op, const char *step)
 		raise(SIGKILL);
 }
 
-/* XDPR_FAULT is WHAT, or WHAT:OBJ with the object it names. */
-static bool fault(const char *what, const char *obj)
-{
-	const char *f = getenv("XDPR_FAULT");
-	size_t n = strlen(what);
-
-	return f && !strncmp(f, what, n) && (!f[n] || (f[n] == ':' && !strcmp(f + n + 1, obj)));
-}
 
 /* Add a line to x->note (once). */
 static void __attribute__((format(printf, 2, 3))) addnote(struct xdpr *x, const char *fmt, ...)
@@ -724,7 +716,7 @@ static int write_sysctl(const char *dev, const char *knob, const char *val)
 	FILE *f;
 	int err = 0;
 
-	if (fault("sysctl", dev))
+	if (xdpr_fault("sysctl", dev))
 		return -EROFS;
 	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/%s", dev, knob);
 	f = fopen(path, "w");
@@ -1183,9 +1175,6 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 	return err;
 }
 
-/* xdpr_bind.nsess: a binding being deleted (BIND_DYING in bpf/nat.h). */
-#define BIND_DYING 0x80000000U
-
 struct held_one {
 	__u32 rule;
 	__be32 addr;
@@ -1240,9 +1229,9 @@ int xdpr_nat_held(struct xdpr *x, struct xdpr_held **out)
 		const struct xdpr_bind_key *k = (const struct xdpr_bind_key *)d.keys + i;
 		const struct xdpr_bind *b = (const struct xdpr_bind *)d.vals + i;
 		__u64 idle = now > b->last_active ? now - b->last_active : 0;
-		bool hold = b->nsess == 0;
+		bool hold = XDPR_BIND_REFS(b->state) == 0;
 
-		if ((b->nsess & BIND_DYING) || b->rule >= XDPR_NAT_MAX_RULES || !owner[b->rule])
+		if ((b->state & XDPR_BIND_DYING) || b->rule >= XDPR_NAT_MAX_RULES || !owner[b->rule])
 			continue;
 		if (hold && idle > (__u64)c.holddown * 1000000000ULL)
 			continue; /* free for anyone, waiting for a sweep */

@@ -42,6 +42,8 @@ static const struct {
 	[XDPR_DROP_NAT_IF_GONE]      = { "drop_nat_if_gone", "NAT: inside source whose outside interface is gone (rule not yet re-bound)" },
 	[XDPR_DROP_NAT_IN_NO_NEIGH]  = { "drop_nat_in_no_neigh", "NAT: reply for an inside host whose MAC is unknown" },
 	[XDPR_DROP_NAT_IN_NO_ROUTE]  = { "drop_nat_in_no_route", "NAT: reply for an inside host with no route" },
+	[XDPR_DROP_NAT_ICMP_LIMIT]   = { "drop_nat_icmp_limit", "NAT: ICMP error from XDP over its rate limit" },
+	[XDPR_DROP_NAT_BUSY]         = { "drop_nat_busy",    "NAT: another CPU held the mapping being created too long" },
 	[XDPR_TX_ICMP_FRAG]          = { "tx_icmp_frag",     "NAT: fragmentation needed sent back from XDP (PMTUD to an inside host)" },
 	[XDPR_TX_ICMP_TTL]           = { "tx_icmp_ttl",      "NAT: time exceeded sent back from XDP (packet to an inside host)" },
 };
@@ -74,6 +76,12 @@ static const char *const nat_events[XDPR_NE_MAX] = {
 	[XDPR_NE_HAIRPIN]        = "hairpinned",
 	[XDPR_NE_ADDR_CHANGED]   = "addr_changed",
 	[XDPR_NE_PAIR_REPAIRED]  = "pairs_repaired",
+	[XDPR_NE_ADOPTED]        = "adopted",
+	[XDPR_NE_PORT_SHADOWED]  = "ports_shadowed",
+	[XDPR_NE_NO_ADDR]        = "no_address",
+	[XDPR_NE_SWEEPS]         = "sweeps",
+	[XDPR_NE_BUSY]           = "busy",
+	[XDPR_NE_PROBES]         = "failed_probes",
 };
 
 const char *xdpr_nat_event_name(int e)

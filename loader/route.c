@@ -21,7 +21,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
-#include "libxdpr.h"
+#include "core.h"
 
 static int live_slot(struct xdpr *x, struct xdpr_cfg *c)
 {

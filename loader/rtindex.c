@@ -24,7 +24,7 @@
 #include <sys/mman.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
-#include "libxdpr.h"
+#include "core.h"
 
 struct dir {
 	struct xdpr_dir_block *b;

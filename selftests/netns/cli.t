@@ -93,6 +93,8 @@ for dev in r0 r1; do
 		"-j link show: $dev's ifindex and prog_id are the kernel's"
 done
 is "$(jq -r '[.[].slot] | unique | length' <<<"$OUT")" 2 "-j link show: r0 and r1 have their own slot"
+is "$(jq -r '[.[].prog_id] | unique | length' <<<"$OUT")" 1 \
+	"-j link show: r0 and r1, attached in two calls, run one program (one prog_id)"
 # "since" is a fact about the attachment: the same in every call (sampled
 # over 2 s so that a value derived from two clocks' whole seconds shows).
 sinces=$(for ((i = 0; i < 10; i++)); do
@@ -157,19 +159,11 @@ is "$RC" 0 "stats (text) exits 0"
 like "$OUT" 'forwarded' "stats (text) shows the forwarded counter"
 
 # ---- a foreign XDP program
-cat >"$T_TMP/pass.c" <<'EOF'
-struct xdp_md;
-__attribute__((section("xdp"), used)) int xdp_pass(struct xdp_md *ctx)
-{
-	return 2; /* XDP_PASS */
-}
-char _license[] __attribute__((section("license"), used)) = "GPL";
-EOF
-clang -O2 -g -target bpf -c "$T_TMP/pass.c" -o "$T_TMP/pass.o" || bail_out "cannot build pass.o"
+pass_o=$(xdp_pass_obj) || bail_out "cannot build xdp_pass.bpf.c"
 
 ok "link detach all" xdpr link detach all
 ok "a foreign program on r1 (ip link set dev r1 xdpgeneric obj pass.o)" \
-	ip -n "$R" link set dev r1 xdpgeneric obj "$T_TMP/pass.o" sec xdp
+	ip -n "$R" link set dev r1 xdpgeneric obj "$pass_o" sec xdp
 foreign=$(ip -j -n "$R" link show r1 | jq -r '.[0].xdp.prog.id // empty')
 num "${foreign:-0}" -gt 0 "the foreign program has an id ($foreign)"
 

@@ -322,6 +322,16 @@ cli_fails() {
 	return $r
 }
 
+# xdp_pass_obj: build selftests/netns/xdp_pass.bpf.c (a foreign XDP program
+# that passes everything) once per test into $T_TMP; prints the object's
+# path.  The caller needs clang (`need clang`).
+xdp_pass_obj() {
+	local obj=$T_TMP/xdp_pass.o
+	[ -s "$obj" ] || clang -O2 -g -target bpf -I"/usr/include/$(uname -m)-linux-gnu" \
+		-c "$XDPR_ROOT/selftests/netns/xdp_pass.bpf.c" -o "$obj" >&2 || return 1
+	echo "$obj"
+}
+
 # link_json NS: `xdpr -j link show` normalised (sorted keys, compact).
 link_json() {
 	xdpr_ns "$1" -j link show 2>/dev/null | jq -S -c . 2>/dev/null

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # multi.t - two routers at once, one per network namespace, with the same
 # interface names and (for r0) the same ifindex: each forwards in its fast
-# path, each one's stats count only its own traffic, detaching one leaves the
+# path with one program for all its interfaces (a later attach reuses it),
+# each one's stats count only its own traffic, detaching one leaves the
 # other alone.  Router A's r1 has ifindex 100 (above 64: no small-array or
 # bitmask assumption on ifindexes).  Every CLI call is its own `ip netns exec`.
 . "$(dirname "$0")/lib.sh"
@@ -24,6 +25,22 @@ is "$(jq -r 'map(.dev + "@" + (.ifindex | tostring)) | sort | join(",")' <<<"$la
 is "$(jq -r 'map(.dev) | sort | join(",")' <<<"$lb")" "r0,r1" "router B: link show has r0 and r1"
 is "$(jq -r --argjson b "$lb" '[.[].prog_id] - [$b[].prog_id] | length' <<<"$la")" 2 \
 	"router A and B run programs of their own"
+is "$(jq -r '[.[].prog_id] | unique | length' <<<"$la")" 1 \
+	"router A: r0 and r1, attached in one call, run one program (one prog_id)"
+is "$(jq -r '[.[].prog_id] | unique | length' <<<"$lb")" 1 "router B: r0 and r1 run one program"
+
+# ---- a third interface attached by a later call gets that same program
+ip -n "$RA" link add r2 type veth peer name r2p || bail_out "cannot create veth r2/r2p"
+ip -n "$RA" link set r2 up
+ip -n "$RA" link set r2p up
+sleep 1.1 # "since" has whole seconds
+ok "router A: link attach r2 (a later call)" xdpr_ns "$RA" link attach r2
+is "$(link_json "$RA" | jq -r 'map({(.dev): .since}) | add | .r2 > .r0')" true \
+	"router A: r2's since is its own attach time, later than r0's (not the program's load time)"
+is "$(link_json "$RA" | jq -r 'map(.dev + "=" + (.prog_id | tostring)) | sort | join(",")')" \
+	"$(jq -r '.[0].prog_id as $p | ["r0", "r1", "r2"] | map(. + "=" + ($p | tostring)) | join(",")' \
+		<<<"$la")" "router A: r2 runs the program of r0 and r1 (same prog_id)"
+ip -n "$RA" link del r2
 
 # ---- A forwards through ifindex 100 in the fast path
 f0=$(ctr "$RA" r0 forwarded)

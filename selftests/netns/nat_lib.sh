@@ -155,7 +155,8 @@ csum_errors() {
 #       else, prints "got ADDR:PORT DATA" and answers "c1 saw ADDR:PORT".
 #   Environment for ask and hairpin: NAT_UDP_SIZE=N pads the request to N
 #   bytes, NAT_UDP_DF=0 clears DF (the kernel may fragment), NAT_UDP_NOCSUM=1
-#   sends without UDP checksum (SO_NO_CHECK), NAT_UDP_IPOPT=1 adds 4 bytes of
+#   sends without UDP checksum (SO_NO_CHECK), NAT_UDP_BIND=ADDR binds the
+#   socket to that local address, NAT_UDP_IPOPT=1 adds 4 bytes of
 #   IPv4 options (NOPs).
 #   serve PORT
 #       (server side) answers every datagram with its sender's "ADDR:PORT".
@@ -177,7 +178,7 @@ def sock(port):
         s.setsockopt(socket.SOL_SOCKET, 11, 1)     # SO_NO_CHECK
     if os.environ.get("NAT_UDP_IPOPT") == "1":
         s.setsockopt(socket.IPPROTO_IP, 4, b"\x01\x01\x01\x00")  # IP_OPTIONS: NOP NOP NOP EOL
-    s.bind(("0.0.0.0", port))
+    s.bind((os.environ.get("NAT_UDP_BIND", "0.0.0.0"), port))
     return s
 
 def ask(s, dst, timeout):

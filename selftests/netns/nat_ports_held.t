@@ -3,11 +3,10 @@
 # nat_ports_held.t - issue 10: "capacity after holddown": after expiry and
 # `nat gc`, new source ports of the same host still got drop_nat_no_port
 # until the hold-down expired, while the README said ports are held for the
-# host.  The truth, shown here and in the README: a port is held for its
-# inside address:port (the binding's endpoint) while it has sessions and for
-# `holddown` seconds after the last one; only that endpoint gets it back
-# during the hold-down.  `nat show` counts the ports held per outside address
-# (text and -j), hold-down included.
+# host.  Now they are: during the hold-down a held port goes back to its
+# last inside host, from any of its ports, and another host waits.  `nat
+# show` counts the ports held per outside address (text and -j), hold-down
+# included.
 . "$(dirname "$0")/nat_lib.sh"
 
 nat_topo_create ph
@@ -52,19 +51,22 @@ is "$RC:$(jq -r '"\(.sessions_removed) \(.bindings_freed)"' <<<"$OUT")" "0:4 0" 
 is "$(held 1)" "198.51.100.10 3 0/3/0 3" "-j nat show: the 3 ports of 198.51.100.10 are held in hold-down"
 is "$(after 1)" "  held 198.51.100.10: 3 ports (udp 3), 3 in hold-down" "nat show (text): 3 in hold-down"
 
+# another inside host of the rule (10.0.1.3, also in C1) waits for the hold-down
+ip -n "$C1" addr add 10.0.1.3/24 dev c1
+ok "R knows 10.0.1.3's MAC (ping from it)" ping4 "$C1" 10.0.1.1 1 -I 10.0.1.3
 no_port=$(nat_ctr no_port)
-is "$(udp "$C1" ask 40004 1 10.0.4.2:7000)" timeout \
-	"C1:40004 (same host, new port) gets no outside port during the hold-down"
+is "$(NAT_UDP_BIND=10.0.1.3 udp "$C1" ask 40001 1 10.0.4.2:7000)" timeout \
+	"10.0.1.3:40001 (another host) gets no outside port during the hold-down"
 is "$(nat_grown "$no_port" no_port)" 1 "and is counted as no_port"
-is "$(udp "$C1" ask 40002 2 10.0.4.2:7000)" "198.51.100.10:${port[40002]}" \
-	"C1:40002 (the endpoint the port is held for) gets its port back"
+reclaimed=$(nat_ctr ports_reclaimed)
+like "$(udp "$C1" ask 40004 2 10.0.4.2:7000)" '^198\.51\.100\.10:500[0-2]$' \
+	"C1:40004 (same host, new port) gets one of its held ports"
+is "$(nat_grown "$reclaimed" ports_reclaimed)" 1 "counted as ports_reclaimed"
 is "$(held 1)" "198.51.100.10 3 0/3/0 2" "-j nat show: 3 held, 2 in hold-down"
 
 # ---- after the hold-down the ports are anyone's
 ok "nat timeout holddown 1" xdpr nat timeout holddown 1
 sleep 2
-a=$(udp "$C1" ask 40004 2 10.0.4.2:7000)
-like "$a" '^198\.51\.100\.10:500[0-2]$' "after the hold-down C1:40004 gets a port"
-isnt=${a#*:}
-num "$isnt" -ne "${port[40002]}" "not the one C1:40002 uses"
+like "$(NAT_UDP_BIND=10.0.1.3 udp "$C1" ask 40001 2 10.0.4.2:7000)" '^198\.51\.100\.10:500[0-2]$' \
+	"after the hold-down 10.0.1.3:40001 gets a port"
 done_testing

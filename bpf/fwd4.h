@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * fwd4.h - the IPv4 packet path:
+ *   checks (RFC 1812) -> reverse NAT -> route map / FIB -> source NAT or
+ *   hairpin -> TTL, egress claim -> rewrite (TTL, checksum, MACs)
+ * A packet translated back to an inside host never reaches the kernel in a
+ * state the kernel would answer with an ICMP error quoting the inside
+ * address: such errors come from XDP (icmp.h), or the packet is dropped.
+ */
+#ifndef XDPR_FWD4_H
+#define XDPR_FWD4_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xdpr_shared.h"
+#include "maps.h"
+#include "parse.h"
+#include "csum.h"
+#include "fib.h"
+#include "route.h"
+#include "nat.h"
+#include "hairpin.h"
+#include "icmp.h"
+
+static __always_inline int ip4_martian(__be32 saddr, __be32 daddr)
+{
+	__u32 s = bpf_ntohl(saddr), d = bpf_ntohl(daddr);
+
+	/* 0/8, 127/8 either side; multicast, class E or broadcast as source */
+	return (s >> 24) == 0 || (s >> 24) == 127 || (s >> 28) >= 0xe ||
+	       (d >> 24) == 0 || (d >> 24) == 127;
+}
+
+/* Header checksum over IHL words, options included; 0 when valid. */
+static __always_inline __u16 ip4_hdr_csum(struct iphdr *iph, void *end)
+{
+	__u16 *w = (__u16 *)iph;
+	__u32 sum = 0, n = iph->ihl * 2;
+
+	if (n == 10)
+		return ip4_hdr_csum20(iph);
+	for (__u32 i = 0; i < 30; i++) {
+		if (i >= n || (void *)(w + i + 1) > end)
+			break;
+		sum += w[i];
+	}
+	return (__u16)~csum_fold32(sum);
+}
+
+/*
+ * FIB lookup toward dst, as arriving on ifindex (or, with OUTPUT, leaving
+ * through it).  With BPF_FIB_LOOKUP_SRC, fib->ipv4_src is the source
+ * address the kernel would pick for the route (0: the device has none).
+ */
+static __always_inline int ip4_fib(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct pkt4 *p,
+				   __u32 flags, __u16 size, __be32 dst, __u32 ifindex)
+{
+	struct iphdr *iph = p->iph;
+
+	__builtin_memset(fib, 0, sizeof(*fib));
+	fib->family = AF_INET;
+	fib->tos = iph->tos;
+	fib->l4_protocol = iph->protocol;
+	if (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP) {
+		fib->sport = p->sport;
+		fib->dport = p->dport;
+	}
+	fib->tot_len = size; /* the helper compares it with the MTU */
+	fib->ipv4_src = iph->saddr;
+	fib->ipv4_dst = dst;
+	fib->ifindex = ifindex;
+	return bpf_fib_lookup(ctx, fib, sizeof(*fib), flags);
+}
+
+/*
+ * Source NAT for a packet the FIB sends out of an interface with NAT rules.
+ * Whatever the kernel will forward must leave translated: translate before
+ * handing over (no neighbour, oversize without DF).  What the kernel only
+ * answers (TTL expiring, oversize with DF) goes untranslated, so its ICMP
+ * reaches the inside host.  Returns STEP_NEXT to go on, or an xdpr_reason.
+ */
+static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct pkt4 *p,
+				    struct pkt4_io *io, int fibrc, __u64 now, __u32 flags, __be32 dst,
+				    __u32 ifindex)
+{
+	struct xdpr_iface *out;
+	__u32 egress;
+	int step;
+
+	if (fibrc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
+		/* the helper stops before naming the egress: ask again without the size */
+		if (p->iph->frag_off & bpf_htons(IP_DF))
+			return XDPR_PASS_FIB_FRAG_NEEDED;
+		fibrc = ip4_fib(ctx, fib, p, flags, sizeof(struct iphdr), dst, ifindex);
+	}
+	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH)
+		return STEP_NEXT;
+	egress = fib->ifindex;
+	out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
+	if (!out)
+		return nat_if_gone(p->iph->saddr) ? XDPR_DROP_NAT_IF_GONE : STEP_NEXT;
+	if (!out->nrules)
+		return STEP_NEXT;
+	if (p->iph->ttl <= 1)
+		return XDPR_PASS_TTL;
+	pkt4_to_io(p, sizeof(struct ethhdr), io);
+	step = nat4_snat(ctx, io, egress, flags & BPF_FIB_LOOKUP_SRC ? fib->ipv4_src : 0, now);
+	if (step == STEP_NAT_CREATE)
+		step = nat4_create(ctx, io);
+	pkt4_from_io(p, io);
+	return step;
+}
+
+/*
+ * A packet translated back to an inside host that the fast path cannot
+ * forward.  Oversize with DF: "fragmentation needed" from XDP, quoting the
+ * packet as it arrived (PMTUD through the NAT).  Oversize without DF: the
+ * kernel fragments and forwards it.  Otherwise the kernel would answer with
+ * an error quoting the inside address: drop, counted.
+ */
+static __always_inline int ip4_reversed_fail(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct pkt4 *p,
+					     const struct pkt4_io *io, int fibrc)
+{
+	if (fibrc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
+		__u16 mtu = fib->mtu_result;
+
+		if (!(p->iph->frag_off & bpf_htons(IP_DF)))
+			return XDPR_PASS_FIB_FRAG_NEEDED;
+		if (p->icmp_err)
+			return XDPR_DROP_NAT_IN_NO_ROUTE; /* no error about an error */
+		nat4_rewrite(p, XDPR_CT_IN, io->orig_daddr, io->orig_dport);
+		return icmp4_send(ctx, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu, XDPR_TX_ICMP_FRAG);
+	}
+	if (fibrc == BPF_FIB_LKUP_RET_NO_NEIGH)
+		return XDPR_DROP_NAT_IN_NO_NEIGH;
+	return XDPR_DROP_NAT_IN_NO_ROUTE;
+}
+
+/*
+ * The route map (route.h) for an IPv4 packet.  STEP_NEXT: no route, ask the
+ * FIB; STEP_RT_FIB: a via route, the FIB resolved its next hop (io->fib_*, the
+ * result in the FIB scratch); or an xdpr_reason.  Global: its own stack.
+ */
+__noinline int route4(struct xdp_md *ctx, struct pkt4_io *io, __u32 flags)
+{
+	struct bpf_fib_lookup *fib;
+	const struct xdpr_nh *nh;
+	struct pkt4 pk, *p = &pk;
+	struct xdpr_rtent *rt;
+	struct xdpr_cfg *cfg;
+	__u32 zero = 0, slot;
+	int step, fibrc;
+
+	if (!ctx || !io || pkt4_view(ctx, io, p))
+		return STEP_NEXT;
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
+	if (!cfg || !fib || !(cfg->flags & XDPR_CFG_ROUTES))
+		return STEP_NEXT;
+	slot = cfg->rt_slot & 1; /* read once: route and next hop from one table */
+	rt = rt4_lookup(slot, p->iph->daddr);
+	if (!rt)
+		return STEP_NEXT;
+	step = rt_act(rt, p->end - (void *)(long)ctx->data);
+	if (step >= 0)
+		return step;
+	nh = rt_pick(slot, rt, rt_hash(p->iph->saddr, p->iph->daddr, (p->sport << 16) | p->dport, p->proto));
+	if (!nh)
+		return XDPR_PASS_ROUTE_GW;
+	io->fib_dst = *(__be32 *)nh->gw;
+	io->fib_if = nh->ifindex;
+	fibrc = ip4_fib(ctx, fib, p, flags | BPF_FIB_LOOKUP_OUTPUT, bpf_ntohs(p->iph->tot_len),
+			io->fib_dst, io->fib_if);
+	step = rt_check_nh(fibrc, fib, nh);
+	if (step >= 0)
+		return step;
+	io->fib_rc = fibrc;
+	return STEP_RT_FIB;
+}
+
+static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
+				   const struct xdpr_iface *in, struct bpf_fib_lookup *fib)
+{
+	struct pkt4_io *iop;
+	struct pkt4 p = {};
+	struct xdpr_cfg *cfg;
+	struct iphdr *iph;
+	__u32 zero = 0, flags = 0, fib_if;
+	__be32 fib_dst;
+	__u32 tot_len;
+	__u16 old;
+	__u64 now = 0;
+	int fibrc = 0, step, nat, routed = 0;
+
+	iph = cursor_take(c, sizeof(*iph));
+	if (!iph)
+		return XDPR_DROP_SHORT;
+	if (iph->version != 4 || iph->ihl < 5)
+		return XDPR_PASS_IP4_HDR_ERR;
+	tot_len = bpf_ntohs(iph->tot_len);
+	asm volatile("%0 &= 0xffff" : "+r"(tot_len)); /* bounded for older verifiers (6.1, 6.12) */
+	if (tot_len < iph->ihl * 4 || (void *)iph + tot_len > c->end)
+		return XDPR_PASS_IP4_HDR_ERR;
+	if (ip4_hdr_csum(iph, c->end) != 0)
+		return XDPR_PASS_IP4_CSUM;
+	if (ip4_martian(iph->saddr, iph->daddr))
+		return XDPR_PASS_MARTIAN;
+
+	p.iph = iph;
+	p.end = c->end;
+	p.ip_end = (void *)iph + tot_len;
+	p.proto = iph->protocol;
+	p.frag = (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET)) != 0;
+	if (!(iph->frag_off & bpf_htons(IP_OFFSET)))
+		p.l4 = (void *)iph + (iph->ihl & 0xf) * 4;
+	pkt4_ports(&p);
+
+	iop = bpf_map_lookup_elem(&xdpr_io_scr, &zero);
+	if (!iop)
+		return XDPR_PASS_FIB_OTHER;
+#define io (*iop)
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	nat = cfg && (cfg->flags & XDPR_CFG_NAT);
+	if (nat) {
+		now = bpf_ktime_get_coarse_ns();
+		if (in->nrules) {
+			pkt4_to_io(&p, sizeof(*eth), &io);
+			step = nat4_reverse(ctx, &io, now);
+			if (step == STEP_NAT_CREATE)
+				step = nat4_create(ctx, &io);
+			pkt4_from_io(&p, &io);
+			if (step == XDPR_TX_ICMP_TTL)
+				return icmp4_send(ctx, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0, XDPR_TX_ICMP_TTL);
+			if (step >= 0)
+				return step;
+		}
+		if (!p.reversed && (cfg->flags & XDPR_CFG_FIB_SRC))
+			flags = BPF_FIB_LOOKUP_SRC;
+	} else if (iph->ihl != 5) {
+		return XDPR_PASS_IP4_OPTIONS;
+	} else if (p.frag) {
+		return XDPR_PASS_IP4_FRAG;
+	}
+
+	fib_dst = iph->daddr;
+	fib_if = ctx->ingress_ifindex;
+	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
+		pkt4_to_io(&p, sizeof(*eth), &io);
+		step = route4(ctx, &io, flags);
+		if (step >= 0)
+			return p.reversed ? XDPR_DROP_NAT_IN_NO_ROUTE : step;
+		if (step == STEP_RT_FIB) {
+			routed = 1;
+			fibrc = io.fib_rc;
+			fib_dst = io.fib_dst;
+			fib_if = io.fib_if;
+			flags |= BPF_FIB_LOOKUP_OUTPUT;
+		}
+	}
+	if (!routed)
+		fibrc = ip4_fib(ctx, fib, &p, flags, tot_len, fib_dst, fib_if);
+	if (p.reversed) {
+		if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
+			return ip4_reversed_fail(ctx, fib, &p, &io, fibrc);
+	} else if (nat) {
+		if (fibrc == BPF_FIB_LKUP_RET_NOT_FWDED && !in->nrules && !routed) {
+			/* an inside host addressing a NAT binding of the router */
+			int r2;
+
+			pkt4_to_io(&p, sizeof(*eth), &io);
+			r2 = nat4_hairpin(ctx, &io);
+			if (r2 >= 0)
+				return r2;
+			if (r2 == STEP_HAIRPIN) {
+				__be32 saddr = iph->saddr;
+
+				r2 = nat4_snat(ctx, &io, io.hp_ifindex, io.hp_addr, now);
+				if (r2 == STEP_NAT_CREATE)
+					r2 = nat4_create(ctx, &io);
+				pkt4_from_io(&p, &io);
+				if (r2 >= 0)
+					return r2;
+				/* not an inside host of that rule: the router's business */
+				if (iph->saddr != saddr) {
+					r2 = nat4_reverse(ctx, &io, now);
+					if (r2 == STEP_NAT_CREATE)
+						r2 = nat4_create(ctx, &io);
+					pkt4_from_io(&p, &io);
+					if (r2 >= 0)
+						return r2 == XDPR_TX_ICMP_TTL ? XDPR_PASS_TTL : r2;
+				}
+			}
+			if (p.reversed) {
+				nat_count(io.hp_rule, XDPR_NE_HAIRPIN);
+				fibrc = ip4_fib(ctx, fib, &p, 0, tot_len, iph->daddr, ctx->ingress_ifindex);
+			}
+		} else {
+			int r2 = ip4_snat(ctx, fib, &p, &io, fibrc, now, flags, fib_dst, fib_if);
+
+			if (r2 >= 0)
+				return r2;
+		}
+	}
+	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
+		return fib_reason(fibrc);
+	if (iph->ihl != 5)
+		return XDPR_PASS_IP4_OPTIONS; /* translated already if NAT applied */
+	if (p.frag)
+		return XDPR_PASS_IP4_FRAG;
+	if (iph->ttl <= 1)
+		return XDPR_PASS_TTL;
+	step = claim_egress(in, fib->ifindex);
+	if (step != XDPR_FWD)
+		return step;
+
+	/* TTL shares a 16-bit checksum word with the protocol byte. */
+	old = *(__u16 *)&iph->ttl;
+	iph->ttl--;
+	csum_replace16(&iph->check, old, *(__u16 *)&iph->ttl);
+	rewrite_l2(eth, fib);
+	return XDPR_FWD;
+#undef io
+}
+
+#endif /* XDPR_FWD4_H */

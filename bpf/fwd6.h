@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * fwd6.h - the IPv6 packet path: checks -> route map / FIB -> hop limit,
+ * egress claim -> rewrite (hop limit, MACs).  No translation: IPv6 is
+ * forwarded as it is.
+ */
+#ifndef XDPR_FWD6_H
+#define XDPR_FWD6_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xdpr_shared.h"
+#include "maps.h"
+#include "parse.h"
+#include "fib.h"
+#include "route.h"
+
+#define IPV6_FLOWINFO_MASK bpf_htonl(0x0FFFFFFF)
+
+static __always_inline int ip6_martian(const struct ipv6hdr *ip6h)
+{
+	__u8 s0 = ip6h->saddr.in6_u.u6_addr8[0], s1 = ip6h->saddr.in6_u.u6_addr8[1];
+	__u8 d0 = ip6h->daddr.in6_u.u6_addr8[0], d1 = ip6h->daddr.in6_u.u6_addr8[1];
+	const __u32 *s = ip6h->saddr.in6_u.u6_addr32, *d = ip6h->daddr.in6_u.u6_addr32;
+
+	/* link-local either side (the kernel answers "beyond scope"), multicast source */
+	if ((s0 == 0xfe && (s1 & 0xc0) == 0x80) || (d0 == 0xfe && (d1 & 0xc0) == 0x80) ||
+	    s0 == 0xff)
+		return 1;
+	/* :: and ::1 either side */
+	if (!(s[0] | s[1] | s[2]) && (s[3] == 0 || s[3] == bpf_htonl(1)))
+		return 1;
+	if (!(d[0] | d[1] | d[2]) && (d[3] == 0 || d[3] == bpf_htonl(1)))
+		return 1;
+	return 0;
+}
+
+/*
+ * A global function (verified once, its own stack): the frame is an
+ * Ethernet header and IPv6; in_flags are the ingress interface's.
+ */
+__noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
+{
+	struct cursor cur = {
+		.pos = (void *)(long)ctx->data,
+		.end = (void *)(long)ctx->data_end,
+	}, *c = &cur;
+	struct xdpr_iface inf = { .flags = in_flags }, *in = &inf;
+	struct bpf_fib_lookup *fib;
+	struct ethhdr *eth;
+	struct xdpr_cfg *cfg;
+	struct ipv6hdr *ip6h;
+	struct l4_ports ports;
+	__u32 plen, zero = 0;
+	int fibrc = 0, step, routed = 0;
+
+	if (!ctx)
+		return XDPR_DROP_SHORT;
+	eth = cursor_take(c, sizeof(*eth));
+	ip6h = cursor_take(c, sizeof(*ip6h));
+	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
+	if (!eth || !ip6h || !fib)
+		return XDPR_DROP_SHORT;
+	plen = bpf_ntohs(ip6h->payload_len);
+	asm volatile("%0 &= 0xffff" : "+r"(plen)); /* bounded for older verifiers (6.1, 6.12) */
+	if (ip6h->version != 6 || (void *)(ip6h + 1) + plen > c->end)
+		return XDPR_PASS_IP6_HDR_ERR;
+	if (ip6_is_exthdr(ip6h->nexthdr))
+		return XDPR_PASS_IP6_EXTHDR;
+	if (ip6_martian(ip6h))
+		return XDPR_PASS_MARTIAN;
+
+	parse_ports(c, ip6h->nexthdr, &ports);
+	__builtin_memset(fib, 0, sizeof(*fib));
+	fib->family = AF_INET6;
+	fib->flowinfo = *(__be32 *)ip6h & IPV6_FLOWINFO_MASK;
+	fib->l4_protocol = ip6h->nexthdr;
+	fib->sport = ports.sport;
+	fib->dport = ports.dport;
+	/* The whole packet, header included: the helper checks it against the MTU. */
+	fib->tot_len = sizeof(*ip6h) + plen;
+	__builtin_memcpy(fib->ipv6_src, &ip6h->saddr, sizeof(fib->ipv6_src));
+	__builtin_memcpy(fib->ipv6_dst, &ip6h->daddr, sizeof(fib->ipv6_dst));
+	fib->ifindex = ctx->ingress_ifindex;
+
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
+		__u32 slot = cfg->rt_slot & 1;
+		struct xdpr_rtent *rt = rt6_lookup(slot, &ip6h->daddr);
+
+		if (rt) {
+			const __u32 *s6 = ip6h->saddr.in6_u.u6_addr32, *d6 = ip6h->daddr.in6_u.u6_addr32;
+			const struct xdpr_nh *nh;
+
+			step = rt_act(rt, c->end - (void *)eth);
+			if (step >= 0)
+				return step;
+			nh = rt_pick(slot, rt, rt_hash(s6[0] ^ s6[1] ^ s6[2] ^ s6[3], d6[0] ^ d6[1] ^ d6[2] ^ d6[3],
+						 ((__u32)ports.sport << 16) | ports.dport, ip6h->nexthdr));
+			if (!nh)
+				return XDPR_PASS_ROUTE_GW;
+			if (nh->flags & XDPR_NH_MAC) {
+				/* link-local gateway: the FIB never resolves those */
+				step = rt_static_nh(ctx, fib, nh);
+				if (step >= 0)
+					return step;
+				fibrc = BPF_FIB_LKUP_RET_SUCCESS;
+			} else {
+				__builtin_memcpy(fib->ipv6_dst, nh->gw, sizeof(fib->ipv6_dst));
+				fib->ifindex = nh->ifindex;
+				fibrc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_OUTPUT);
+				step = rt_check_nh(fibrc, fib, nh);
+				if (step >= 0)
+					return step;
+			}
+			routed = 1;
+		}
+	}
+	if (!routed)
+		fibrc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
+		return fib_reason(fibrc);
+	if (ip6h->hop_limit <= 1)
+		return XDPR_PASS_TTL;
+	step = claim_egress(in, fib->ifindex);
+	if (step != XDPR_FWD)
+		return step;
+
+	ip6h->hop_limit--; /* no IPv6 header checksum */
+	rewrite_l2(eth, fib);
+	return XDPR_FWD;
+}
+
+#endif /* XDPR_FWD6_H */

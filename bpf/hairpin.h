@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * hairpin.h - an inside host addressing a NAT binding of the router (the
+ * FIB calls the destination local): the packet is translated as if it left
+ * through the binding's interface (source) and then arrived there
+ * (destination), RFC 4787 REQ-9.  This step only decides; the packet path
+ * runs the two NAT steps (nat4_snat, nat4_reverse) itself.
+ */
+#ifndef XDPR_HAIRPIN_H
+#define XDPR_HAIRPIN_H
+
+#include "nat.h"
+
+/*
+ * Returns STEP_HAIRPIN (io->hp_* set), STEP_NEXT (not a binding), or an
+ * xdpr_reason (filtered).  Global: verified once, its own stack.
+ */
+__noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
+{
+	struct xdpr_bind_key bk = {};
+	struct pkt4 pk, *p = &pk;
+	struct xdpr_nat_rule *r;
+	struct xdpr_bind *b;
+	__u32 rid, ifindex;
+
+	if (!ctx || !io || pkt4_view(ctx, io, p))
+		return STEP_NEXT;
+	if (!nat4_keyable(p, XDPR_CT_OUT) || p->proto == IPPROTO_ICMP)
+		return STEP_NEXT;
+	bk.out_addr = p->iph->daddr;
+	bk.out_port = p->dport;
+	bk.proto = p->proto;
+	b = bpf_map_lookup_elem(&xdpr_nat_bind, &bk);
+	if (!b)
+		return STEP_NEXT;
+	rid = b->rule;
+	r = bpf_map_lookup_elem(&xdpr_nat_rules, &rid);
+	if (!r)
+		return STEP_NEXT;
+	ifindex = r->ifindex;
+	if (!bpf_map_lookup_elem(&xdpr_ifaces, &ifindex))
+		return STEP_NEXT;
+	/*
+	 * Filtering first, so a refused packet goes to the kernel untouched:
+	 * without EIF, the binding must already talk to this host's outside
+	 * endpoint (its mapping under the same rule).
+	 */
+	if (!(r->flags & XDPR_NAT_EIF)) {
+		struct xdpr_eim_key ek = { .in_addr = p->iph->saddr, .in_port = p->sport,
+					   .proto = p->proto, .rule = rid };
+		struct xdpr_eim_val *e = bpf_map_lookup_elem(&xdpr_nat_eim, &ek);
+		struct xdpr_ct_key ik = {};
+
+		if (e) {
+			ik.saddr = e->out_addr;
+			ik.daddr = bk.out_addr;
+			ik.sport = e->out_port;
+			ik.dport = bk.out_port;
+			ik.proto = p->proto;
+			ik.dir = XDPR_CT_IN;
+		}
+		if (!e || !bpf_map_lookup_elem(&xdpr_nat_ct, &ik)) {
+			nat_count(rid, XDPR_NE_FILTERED);
+			return XDPR_PASS_NAT_FILTERED;
+		}
+	}
+	io->hp_ifindex = ifindex;
+	io->hp_addr = bk.out_addr; /* the masquerade address the FIB would give */
+	io->hp_rule = rid;
+	return STEP_HAIRPIN;
+}
+
+#endif /* XDPR_HAIRPIN_H */

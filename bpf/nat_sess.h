@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nat_sess.h - the session table: pairs of xdpr_nat_ct halves, per-host
+ * counts, expiry, eviction, sweeping and creation.
+ *
+ * A session is created by the first outbound packet: the inbound half first
+ * with BPF_NOEXIST (that claims the outside 5-tuple), then the outbound
+ * half; a failure undoes what was done.  Two CPUs creating the same session
+ * at once: the loser finds the winner's half and adopts it (same mapping,
+ * nothing dropped).  Deletion removes the inbound half first, so no packet
+ * is ever translated one way only.
+ *
+ * Expiry needs no daemon: timestamps are checked on every hit; the slot a
+ * new session takes in a ring of recent sessions is swept on the way; a
+ * host at its limit, or an exhausted port range, runs a whole-table sweep
+ * (at most once a second, router-wide); a full table evicts, from the
+ * greediest host first; and xdpr_nat_gc (run by the CLI) sweeps everything.
+ */
+#ifndef XDPR_NAT_SESS_H
+#define XDPR_NAT_SESS_H
+
+#include "nat_bind.h"
+
+#define EVICT_SCAN 32
+#define HOST_TRIES 16
+
+/* The other half's key: OUT {in, rem, inp, remp} -> out  <->  IN {rem, out, remp, outp} -> in */
+static __always_inline void ct_other_key(const struct xdpr_ct_key *k, const struct xdpr_ct_val *v,
+					 struct xdpr_ct_key *o)
+{
+	if (k->dir == XDPR_CT_OUT) {
+		o->saddr = k->daddr;
+		o->daddr = v->xaddr;
+		o->sport = k->dport;
+		o->dport = v->xport;
+	} else {
+		o->saddr = v->xaddr;
+		o->daddr = k->saddr;
+		o->sport = v->xport;
+		o->dport = k->sport;
+	}
+	o->proto = k->proto;
+	o->dir = !k->dir;
+	o->pad[0] = o->pad[1] = 0;
+}
+
+/* ----------------------------------------------------------- host counts */
+
+static long host_wait_cb(__u32 i, __be32 *addr)
+{
+	struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, addr);
+
+	return !h || !(READ_ONCE_U32(h->nsess) & XDPR_HOST_DYING);
+}
+
+static __always_inline void host_wait(__be32 addr)
+{
+	bpf_loop(256, host_wait_cb, &addr, 0);
+}
+
+/*
+ * One more session for an inside host.  The count is changed only by CAS;
+ * an entry whose count reaches 0 is marked DYING and deleted, so the hosts
+ * map holds hosts with sessions only.  Returns NAT_OK (taken; the count with
+ * it in the scratch request's host_n), or an enum xdpr_nat_event.  Global.
+ */
+__noinline int host_get(__be32 addr, __u32 limit)
+{
+	struct nat_scratch *sc = nat_scratch();
+
+	if (!sc)
+		return XDPR_NE_TABLE_FULL;
+	for (int i = 0; i < HOST_TRIES; i++) {
+		struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, &addr);
+		__u32 c;
+
+		if (!h) {
+			struct xdpr_host zero = {};
+			int err = bpf_map_update_elem(&xdpr_nat_hosts, &addr, &zero, BPF_NOEXIST);
+
+			if (err && err != -EEXIST)
+				return XDPR_NE_TABLE_FULL;
+			continue;
+		}
+		c = READ_ONCE_U32(h->nsess);
+		if (c & XDPR_HOST_DYING) {
+			host_wait(addr); /* being deleted (the deleter is one helper call away): insert anew */
+			continue;
+		}
+		if (c >= limit)
+			return XDPR_NE_HOST_LIMIT;
+		if (__sync_val_compare_and_swap(&h->nsess, c, c + 1) == c) {
+			sc->q.host_n = c + 1;
+			return NAT_OK;
+		}
+	}
+	return XDPR_NE_BUSY;
+}
+
+static __always_inline void host_put(__be32 addr)
+{
+	struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, &addr);
+
+	if (!h)
+		return;
+	if (__sync_fetch_and_add(&h->nsess, -1) == 1 &&
+	    __sync_val_compare_and_swap(&h->nsess, 0, XDPR_HOST_DYING) == 0)
+		bpf_map_delete_elem(&xdpr_nat_hosts, &addr);
+}
+
+static __always_inline __u32 host_count(__be32 addr)
+{
+	struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, &addr);
+
+	return h ? h->nsess & ~XDPR_HOST_DYING : 0;
+}
+
+/* Give back what a session held: binding reference, host count. */
+static __always_inline void nat_release(__be32 in_addr, __be32 out_addr, __be16 out_port, __u8 proto,
+					__u32 gen, __u64 now)
+{
+	struct xdpr_bind *b = bind_lookup(out_addr, out_port, proto);
+
+	if (b)
+		bind_put(b, gen, now);
+	host_put(in_addr);
+}
+
+/* -------------------------------------------------------------- expiry */
+
+/*
+ * Delete a session given its outbound half.  Inbound half first, so no
+ * packet can be translated one way only; whoever deletes the outbound half
+ * releases the references.  Returns 1 if this call removed it.
+ */
+static __always_inline int nat_sess_delete(const struct xdpr_ct_key *okey, const struct xdpr_ct_val *oval,
+					   __u64 now)
+{
+	struct xdpr_ct_key k = *okey, ik;
+	__be32 xaddr = oval->xaddr;
+	__be16 xport = oval->xport;
+	__u32 gen = oval->bind_gen;
+
+	ct_other_key(&k, oval, &ik);
+	bpf_map_delete_elem(&xdpr_nat_ct, &ik);
+	if (bpf_map_delete_elem(&xdpr_nat_ct, &k))
+		return 0;
+	nat_release(k.saddr, xaddr, xport, k.proto, gen, now);
+	return 1;
+}
+
+/* Idle time of a session: the fresher of its two halves (state: both halves' bits). */
+static __always_inline __u64 nat_idle(const struct xdpr_ct_key *okey, const struct xdpr_ct_val *oval,
+				      __u64 now, __u8 *state)
+{
+	struct xdpr_ct_key ik;
+	struct xdpr_ct_val *iv;
+	__u64 last = oval->last_seen;
+
+	ct_other_key(okey, oval, &ik);
+	iv = bpf_map_lookup_elem(&xdpr_nat_ct, &ik);
+	*state = oval->state;
+	if (iv) {
+		if (iv->last_seen > last)
+			last = iv->last_seen;
+		*state |= iv->state;
+	}
+	return now > last ? now - last : 0;
+}
+
+/* Sweep one session (by outbound key): delete it if expired (or if force). */
+static __always_inline int nat_sweep_key(const struct xdpr_ct_key *okey, const struct xdpr_ct_val *oval,
+					 __u64 now, const struct xdpr_cfg *cfg, int force)
+{
+	__u8 state;
+	__u64 idle = nat_idle(okey, oval, now, &state);
+
+	if (!force && idle <= nat_timeout(cfg, okey->proto, state))
+		return 0;
+	if (!nat_sess_delete(okey, oval, now))
+		return 0;
+	nat_count(oval->rule, force ? XDPR_NE_SESS_EVICTED : XDPR_NE_SESS_EXPIRED);
+	return 1;
+}
+
+/* ---------------------------------------------- whole-table sweeps (GC) */
+
+struct bpf_map;
+
+struct sweep_ctx {
+	__u64 now;
+	const struct xdpr_cfg *cfg;
+	__u32 op;         /* enum xdpr_gc_op */
+	__u32 rule;
+	__u32 deleted;
+	__u32 seen;
+	__u32 binds_freed;
+	__u32 hosts_freed;
+};
+
+static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_val *v,
+		     struct sweep_ctx *s)
+{
+	if (k->dir != XDPR_CT_OUT) {
+		struct xdpr_ct_key o;
+
+		/* a lone inbound half (its pair went in an interrupted delete) */
+		ct_other_key(k, v, &o);
+		if (!bpf_map_lookup_elem(&xdpr_nat_ct, &o) && s->now - v->last_seen > NSEC)
+			bpf_map_delete_elem(&xdpr_nat_ct, k);
+		return 0;
+	}
+	s->seen++;
+	if (s->op == XDPR_GC_ALL || (s->op == XDPR_GC_RULE && v->rule == s->rule)) {
+		if (nat_sess_delete(k, v, s->now))
+			s->deleted++;
+	} else if (nat_sweep_key(k, v, s->now, s->cfg, 0)) {
+		s->deleted++;
+	}
+	return 0;
+}
+
+static long gc_bind_cb(struct bpf_map *map, struct xdpr_bind_key *k, struct xdpr_bind *b,
+		       struct sweep_ctx *s)
+{
+	if (bind_try_free(k, b, s->now, (__u64)s->cfg->holddown * NSEC))
+		s->binds_freed++;
+	return 0;
+}
+
+/* Hosts whose count is 0 (a creation that failed after counting): delete. */
+static long gc_host_cb(struct bpf_map *map, __be32 *k, struct xdpr_host *h, struct sweep_ctx *s)
+{
+	__be32 key = *k;
+
+	if (__sync_val_compare_and_swap(&h->nsess, 0, XDPR_HOST_DYING) == 0) {
+		bpf_map_delete_elem(&xdpr_nat_hosts, &key);
+		s->hosts_freed++;
+	}
+	return 0;
+}
+
+static __always_inline void nat_gc_all(struct sweep_ctx *s)
+{
+	bpf_for_each_map_elem(&xdpr_nat_ct, gc_ct_cb, s, 0);
+	bpf_for_each_map_elem(&xdpr_nat_bind, gc_bind_cb, s, 0);
+	bpf_for_each_map_elem(&xdpr_nat_hosts, gc_host_cb, s, 0);
+}
+
+/*
+ * Under pressure (a host at its limit, a range without a free port): sweep
+ * expired sessions, idle bindings and empty hosts now, at most once a
+ * second router-wide (the CPU that wins the CAS does it).  The cost is one
+ * walk of the tables (milliseconds at 65,536 sessions) per second at most.
+ * Returns 1 if this call swept and freed a binding or a session, 0 if not.
+ */
+__noinline int nat_pressure_sweep(__u64 now)
+{
+	struct sweep_ctx s = { .now = now, .op = XDPR_GC_EXPIRED };
+	__u32 zero = 0;
+	__u64 *last = bpf_map_lookup_elem(&xdpr_nat_sweep, &zero), old;
+
+	s.cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (!last || !s.cfg)
+		return 0;
+	old = *last;
+	if (now - old < NSEC || __sync_val_compare_and_swap(last, old, now) != old)
+		return 0;
+	nat_gc_all(&s);
+	nat_count(0, XDPR_NE_SWEEPS);
+	return s.deleted || s.binds_freed;
+}
+
+/* -------------------------------------------------------- ring, eviction */
+
+/* Remember a new session; sweep the session whose ring slot it takes. */
+static __always_inline void nat_ring_push(const struct xdpr_ct_key *okey, const struct xdpr_cfg *cfg,
+					  __u64 now)
+{
+	__u32 zero = 0, idx;
+	struct xdpr_ct_key *slot;
+	struct xdpr_ct_val *v;
+	__u64 *hd;
+
+	hd = bpf_map_lookup_elem(&xdpr_nat_ringhd, &zero);
+	if (!hd)
+		return;
+	idx = __sync_fetch_and_add(hd, 1) % XDPR_NAT_RING;
+	slot = bpf_map_lookup_elem(&xdpr_nat_ring, &idx);
+	if (!slot)
+		return;
+	if (slot->proto) {
+		struct xdpr_ct_key old = *slot;
+
+		v = bpf_map_lookup_elem(&xdpr_nat_ct, &old);
+		if (v)
+			nat_sweep_key(&old, v, now, cfg, 0);
+	}
+	*slot = *okey;
+}
+
+struct evict_ctx {
+	__u64 now;
+	__u64 head;
+	const struct xdpr_cfg *cfg;
+	__be32 requester;    /* the inside host asking */
+	__u32 requester_n;   /* its sessions, the new one included */
+	__u32 best_n;
+	__u64 best_idle;
+	struct xdpr_ct_key best;
+	int found;
+};
+
+static long evict_cb(__u32 i, struct evict_ctx *e)
+{
+	__u32 idx = (e->head + i) % XDPR_NAT_RING, n;
+	struct xdpr_ct_key *k = bpf_map_lookup_elem(&xdpr_nat_ring, &idx);
+	struct xdpr_ct_val *v;
+	__u64 idle;
+	__u8 st;
+
+	if (!k || !k->proto)
+		return 0;
+	v = bpf_map_lookup_elem(&xdpr_nat_ct, k);
+	if (!v)
+		return 0;
+	idle = nat_idle(k, v, e->now, &st);
+	/* expired sessions go first, whoever owns them */
+	n = idle > nat_timeout(e->cfg, k->proto, st) ? 0xffffffff : host_count(k->saddr);
+	/* a host never loses sessions to another with as many or more */
+	if (n != 0xffffffff && n <= e->requester_n && k->saddr != e->requester)
+		return 0;
+	if (!e->found || n > e->best_n || (n == e->best_n && idle > e->best_idle)) {
+		e->best_n = n;
+		e->best_idle = idle;
+		e->best = *k;
+		e->found = 1;
+	}
+	return 0;
+}
+
+/*
+ * Table full: evict among the oldest sessions, expired ones first, then
+ * from the greediest host (most sessions), the idlest of its sessions;
+ * never from another host with no more sessions than the one asking (a
+ * host that fills the table evicts its own).  1 if one went.  Global; the
+ * request is in the per-CPU scratch.
+ */
+__noinline int nat_evict(void)
+{
+	struct nat_scratch *sc = nat_scratch();
+	struct evict_ctx e = {};
+	struct xdpr_ct_val *v;
+	struct nat_req *q;
+	__u32 zero = 0;
+	__u64 *hd;
+
+	if (!sc)
+		return 0;
+	q = &sc->q;
+	e.now = q->now;
+	e.cfg = &q->cfg;
+	e.requester = q->key.saddr;
+	e.requester_n = q->host_n;
+	hd = bpf_map_lookup_elem(&xdpr_nat_ringhd, &zero);
+	if (!hd)
+		return 0;
+	e.head = *hd; /* the slot about to be reused holds the oldest session */
+	bpf_loop(EVICT_SCAN, evict_cb, &e, 0);
+	if (!e.found)
+		return 0;
+	v = bpf_map_lookup_elem(&xdpr_nat_ct, &e.best);
+	return v ? nat_sweep_key(&e.best, v, q->now, &q->cfg, e.best_n != 0xffffffff) : 0;
+}
+
+/* ------------------------------------------------------------ creation */
+
+/*
+ * Insert the two halves of the request's session.  NAT_OK (q->out set),
+ * or an event.  EEXIST is never "table full": the same session from
+ * another CPU is adopted; an expired session of a former owner of the port
+ * is swept and the insert tried once more.  Global, like the next two.
+ */
+__noinline int nat_insert(void)
+{
+	struct nat_scratch *sc = nat_scratch();
+	struct xdpr_ct_key *ik;
+	struct xdpr_ct_val *v, *old;
+	struct nat_req *q;
+	int err = 0;
+
+	if (!sc)
+		return XDPR_NE_TABLE_FULL;
+	q = &sc->q;
+	ik = &sc->ik;
+	v = &sc->iv;
+
+	ik->saddr = q->key.daddr;
+	ik->daddr = q->out_addr;
+	ik->sport = q->key.dport;
+	ik->dport = q->port;
+	ik->proto = q->key.proto;
+	ik->dir = XDPR_CT_IN;
+	ik->pad[0] = ik->pad[1] = 0;
+	v->xaddr = q->key.saddr;
+	v->xport = q->key.sport;
+	v->state = q->state;
+	v->rule = q->rule_id;
+	v->last_seen = q->now;
+	v->created = q->now;
+	v->bind_gen = q->gen;
+
+	for (int tries = 0; tries < 2; tries++) {
+		err = bpf_map_update_elem(&xdpr_nat_ct, ik, v, BPF_NOEXIST);
+		if (err != -EEXIST)
+			break;
+		old = bpf_map_lookup_elem(&xdpr_nat_ct, ik);
+		if (!old)
+			continue;
+		if (old->xaddr == q->key.saddr && old->xport == q->key.sport) {
+			/* this very session, created by another CPU */
+			q->out = *v;
+			q->out.xaddr = q->out_addr;
+			q->out.xport = q->port;
+			return XDPR_NE_ADOPTED;
+		}
+		{
+			/* a former owner's session to the same remote: expired, or the port is not ours */
+			struct xdpr_ct_key ok;
+			struct xdpr_ct_val *ov;
+
+			ct_other_key(ik, old, &ok);
+			ov = bpf_map_lookup_elem(&xdpr_nat_ct, &ok);
+			if (!ov || !nat_sweep_key(&ok, ov, q->now, &q->cfg, 0))
+				return XDPR_NE_NO_PORT;
+		}
+	}
+	if (err)
+		return err == -EEXIST ? XDPR_NE_NO_PORT : XDPR_NE_TABLE_FULL;
+	v->xaddr = q->out_addr;
+	v->xport = q->port;
+	err = bpf_map_update_elem(&xdpr_nat_ct, &q->key, v, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		old = bpf_map_lookup_elem(&xdpr_nat_ct, &q->key);
+		if (old && old->xaddr == q->out_addr && old->xport == q->port) {
+			q->out = *old; /* the other CPU's; our inbound half is the same key as its */
+			return XDPR_NE_ADOPTED;
+		}
+	}
+	if (err) {
+		bpf_map_delete_elem(&xdpr_nat_ct, ik);
+		return err == -EEXIST ? XDPR_NE_BUSY : XDPR_NE_TABLE_FULL;
+	}
+	q->out = *v;
+	return NAT_OK;
+}
+
+/* Binding for the request: the endpoint's mapping, or a new port claimed for it. */
+__noinline int nat_bind(struct xdp_md *ctx)
+{
+	struct nat_scratch *sc = nat_scratch();
+	struct nat_req *q;
+	__u32 stale = 0;
+	int res, ev;
+
+	if (!ctx || !sc)
+		return XDPR_NE_BUSY;
+	q = &sc->q;
+
+	for (int tries = 0; tries < 3; tries++) {
+		res = eim_get(q, &stale);
+		if (res == EIM_HIT)
+			return NAT_OK;
+		if (q->from_in)
+			return XDPR_NE_NO_PORT; /* an inbound packet never makes a new mapping */
+		if (res == EIM_CLAIMING || !eim_claim(q, res, stale)) {
+			/* another CPU claims this endpoint: adopt what it publishes */
+			eim_wait(q);
+			continue;
+		}
+		ev = nat_alloc(ctx);
+		eim_publish(q, ev == NAT_OK ? q->gen : 0);
+		return ev;
+	}
+	return XDPR_NE_BUSY;
+}
+
+/*
+ * Create the session of the request in the per-CPU scratch: host count,
+ * binding, both halves; when the table is full, evict and try once more.
+ * Returns NAT_OK with q->out set, or an enum xdpr_nat_event saying why not
+ * (XDPR_NE_ADOPTED: another CPU made the same session; q->out is it).
+ */
+static __always_inline int nat_create(struct xdp_md *ctx)
+{
+	struct nat_scratch *sc = nat_scratch();
+	struct nat_req *q;
+	int ev;
+
+	if (!ctx || !sc)
+		return XDPR_NE_TABLE_FULL;
+	q = &sc->q;
+	ev = host_get(q->key.saddr, q->cfg.host_limit);
+	if ((ev == XDPR_NE_HOST_LIMIT || ev == XDPR_NE_TABLE_FULL) && nat_pressure_sweep(q->now))
+		ev = host_get(q->key.saddr, q->cfg.host_limit);
+	if (ev >= 0)
+		return ev;
+	q->rescan = 0;
+	ev = nat_bind(ctx);
+	if (ev == XDPR_NE_NO_PORT && !q->from_in && nat_pressure_sweep(q->now)) {
+		q->rescan = 1;
+		ev = nat_bind(ctx);
+	}
+	if (ev >= 0) {
+		host_put(q->key.saddr);
+		return ev;
+	}
+	for (int tries = 0; tries < 2; tries++) {
+		ev = nat_insert();
+		if (ev != XDPR_NE_TABLE_FULL || tries || !nat_evict())
+			break;
+	}
+	if (ev == NAT_OK) {
+		nat_count(q->rule_id, XDPR_NE_SESS_NEW);
+		nat_ring_push(&q->key, &q->cfg, q->now);
+		return NAT_OK;
+	}
+	/* nothing created: give back the host count and the binding reference */
+	nat_release(q->key.saddr, q->out_addr, q->port, q->key.proto, q->gen, q->now);
+	return ev;
+}
+
+#endif /* XDPR_NAT_SESS_H */

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * step.h - what a step of the packet path returns: an enum xdpr_reason
+ * (>= 0: the packet leaves with that reason) or one of these (< 0: the
+ * packet goes on, and what to do next).  FIB return codes are never
+ * returned as either; they stay in their own variables.
+ */
+#ifndef XDPR_STEP_H
+#define XDPR_STEP_H
+
+enum xdpr_step {
+	STEP_NEXT       = -1, /* go on to the next step */
+	STEP_RT_FIB     = -2, /* route4: a via route; the FIB resolved its next hop */
+	STEP_HAIRPIN    = -3, /* nat4_hairpin: translate through the binding's interface */
+	STEP_NAT_CREATE = -4, /* a NAT step's request for a session is ready: nat4_create */
+};
+
+#endif /* XDPR_STEP_H */

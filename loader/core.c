@@ -1,0 +1,581 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * core.c - the bottom of libxdpr: find a router's state, errors, the shared
+ * maps and the helper programs that run on them (see core.h).
+ *
+ * State lives in the kernel: the maps of a router are found through the
+ * xdpr programs attached in the caller's network namespace (xdpr_open), or
+ * created from the BPF object's own definitions for a new router.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+#include "core.h"
+#include "xdpr.skel.h"
+
+#define XDPR_RUN_DIR "/run/xdpr"
+
+const char *const map_names[XM_MAX] = {
+	[XM_STATS] = XDPR_MAP_STATS,   [XM_IFACES] = XDPR_MAP_IFACES, [XM_TX] = XDPR_MAP_TX,
+	[XM_CFG] = XDPR_MAP_CFG,       [XM_RULES] = XDPR_MAP_RULES,   [XM_NSTATS] = XDPR_MAP_NSTATS,
+	[XM_CT] = XDPR_MAP_CT,         [XM_BIND] = XDPR_MAP_BIND,     [XM_EIM] = XDPR_MAP_EIM,
+	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
+	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RTDIR] = "xdpr_rtdir",  [XM_RTREC] = "xdpr_rtrec",
+	[XM_RTNH] = "xdpr_rtnh",
+	[XM_RTSTATS] = "xdpr_rt_stats", [XM_SINCE] = "xdpr_since",
+};
+
+void seterr(struct xdpr *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(x->err, sizeof(x->err), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * libxdp and libbpf talk on stderr by default; keep their last warning
+ * instead, and the reason libxdp gave before falling back to a plain attach.
+ */
+static char lib_msg[256], lib_fallback[256];
+
+static int lib_print(enum libxdp_print_level level, const char *fmt, va_list ap)
+{
+	if (getenv("XDPR_DEBUG"))
+		return vfprintf(stderr, fmt, ap);
+	if (level == LIBXDP_WARN) {
+		size_t n;
+
+		vsnprintf(lib_msg, sizeof(lib_msg), fmt, ap);
+		n = strlen(lib_msg);
+		while (n && lib_msg[n - 1] == '\n')
+			lib_msg[--n] = 0;
+		if (!strncmp(lib_msg, "Falling back", 12))
+			return 0;
+		memcpy(lib_fallback, lib_msg, sizeof(lib_fallback));
+	}
+	return 0;
+}
+
+static int bpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return lib_print(level == LIBBPF_WARN ? LIBXDP_WARN : LIBXDP_DEBUG, fmt, ap);
+}
+
+void xdpr_quiet_libs(void)
+{
+	libxdp_set_print(lib_print);
+	libbpf_set_print(bpf_print);
+}
+
+void xdpr_lib_clear(void)
+{
+	lib_msg[0] = lib_fallback[0] = 0;
+}
+
+const char *xdpr_lib_warning(void)
+{
+	return lib_msg;
+}
+
+const char *xdpr_lib_fallback(void)
+{
+	return lib_fallback;
+}
+
+static __u64 prog_since(int prog_fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	struct timespec boot, real;
+
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return 0;
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	clock_gettime(CLOCK_REALTIME, &real);
+	/* load_time is nanoseconds since boot; subtract before rounding */
+	return (real.tv_sec * 1000000000ULL + real.tv_nsec - boot.tv_sec * 1000000000ULL -
+		boot.tv_nsec + info.load_time) / 1000000000ULL;
+}
+
+/* Adopt the maps of a running instance (first one found wins). */
+static int adopt_maps(struct xdpr *x, int prog_fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), ids[32], i;
+
+	info.nr_map_ids = 32;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	for (i = 0; i < info.nr_map_ids && i < 32; i++) {
+		struct bpf_map_info mi = {};
+		__u32 mlen = sizeof(mi);
+		int fd = bpf_map_get_fd_by_id(ids[i]), *slot = NULL;
+
+		if (fd < 0)
+			return -errno;
+		if (bpf_obj_get_info_by_fd(fd, &mi, &mlen)) {
+			close(fd);
+			return -errno;
+		}
+		for (int m = 0; m < XM_MAX; m++)
+			if (!strcmp(mi.name, map_names[m]))
+				slot = &x->fd[m];
+		if (slot && *slot < 0)
+			*slot = fd;
+		else
+			close(fd);
+	}
+	return 0;
+}
+
+struct xdp_program *xdpr_find_ours(struct xdp_multiprog *mp)
+{
+	struct xdp_program *p = xdp_multiprog__main_prog(mp);
+
+	if (xdp_multiprog__is_legacy(mp))
+		return p && !strcmp(xdp_program__name(p), XDPR_PROG_NAME) ? p : NULL;
+	for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
+		if (!strcmp(xdp_program__name(p), XDPR_PROG_NAME))
+			return p;
+	return NULL;
+}
+
+struct xdp_multiprog *xdpr_get_multiprog(int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+
+	if (libxdp_get_error(mp))
+		return NULL;
+	return mp;
+}
+
+int xdpr_netns_ino(unsigned long *ino)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/net", &st))
+		return -errno;
+	*ino = st.st_ino;
+	return 0;
+}
+
+static int lock_netns(struct xdpr *x)
+{
+	unsigned long ino = 0;
+	char path[64];
+	int fd, err;
+
+	/* One lock per network namespace: its inode names it uniquely while it lives. */
+	err = xdpr_netns_ino(&ino);
+	if (err) {
+		seterr(x, "cannot identify the network namespace: %s", strerror(-err));
+		return err;
+	}
+	if (mkdir(XDPR_RUN_DIR, 0700) && errno != EEXIST) {
+		seterr(x, "cannot create %s: %s", XDPR_RUN_DIR, strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), XDPR_RUN_DIR "/netns-%lu.lock", ino);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		seterr(x, "cannot lock %s: %s", path, strerror(-err));
+		return err;
+	}
+	x->lock_fd = fd;
+	return 0;
+}
+
+int xdpr_open(struct xdpr *x, unsigned int flags)
+{
+	struct if_nameindex *ifs, *it;
+	int err;
+
+	memset(x, 0, sizeof(*x));
+	for (int m = 0; m < XM_MAX; m++)
+		x->fd[m] = -1;
+	x->lock_fd = -1;
+	xdpr_quiet_libs();
+	if (flags & XDPR_O_LOCK) {
+		err = lock_netns(x);
+		if (err)
+			return err;
+	}
+
+	ifs = if_nameindex();
+	if (!ifs) {
+		err = -errno;
+		seterr(x, "cannot list interfaces: %s", strerror(-err));
+		return err;
+	}
+	for (it = ifs; it->if_index && x->nlinks < XDPR_MAX_IFACES; it++) {
+		struct xdp_multiprog *mp = xdpr_get_multiprog(it->if_index);
+		struct xdp_program *p;
+		struct xdpr_link *l;
+
+		if (!mp)
+			continue;
+		p = xdpr_find_ours(mp);
+		if (p) {
+			l = &x->links[x->nlinks++];
+			snprintf(l->name, sizeof(l->name), "%s", it->if_name);
+			l->ifindex = it->if_index;
+			l->mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB ? XDPR_MODE_SKB
+										 : XDPR_MODE_NATIVE;
+			l->prog_id = xdp_program__id(p);
+			l->since = prog_since(xdp_program__fd(p));
+			l->dispatcher = !xdp_multiprog__is_legacy(mp);
+			err = adopt_maps(x, xdp_program__fd(p));
+			if (err) {
+				xdp_multiprog__close(mp);
+				if_freenameindex(ifs);
+				seterr(x, "cannot read the maps of program %u on \"%s\": %s",
+				       l->prog_id, l->name, strerror(-err));
+				return err;
+			}
+		}
+		xdp_multiprog__close(mp);
+	}
+	if_freenameindex(ifs);
+
+	for (int i = 0; i < x->nlinks && x->fd[XM_IFACES] >= 0; i++) {
+		struct xdpr_link *l = &x->links[i];
+		__u64 t = 0;
+
+		l->has_cfg = !bpf_map_lookup_elem(x->fd[XM_IFACES], &l->ifindex, &l->cfg);
+		/* one program serves every interface: its load time is the first attach's */
+		if (l->has_cfg && x->fd[XM_SINCE] >= 0 &&
+		    !bpf_map_lookup_elem(x->fd[XM_SINCE], &l->cfg.slot, &t) && t)
+			l->since = t;
+	}
+	for (int m = 0; m < XM_MAX && x->nlinks; m++)
+		if (x->fd[m] < 0 && m != XM_SINCE) {
+			/* xdpr_detach() still works on such a router: it needs no map */
+			seterr(x, "map %s not found: the attached program is of another xdpr version "
+				  "(detach it with \"xdpr link detach all\")", map_names[m]);
+			return -ESTALE;
+		}
+	if (!x->nlinks) {
+		seterr(x, "xdpr is not attached to any interface in this network namespace");
+		return -ENOENT;
+	}
+	if (x->lock_fd >= 0)
+		xdpr_prune_dead_ifaces(x); /* best effort: the next command tries again */
+	return 0;
+}
+
+bool xdpr_fault(const char *point, const char *dev)
+{
+	const char *p = getenv("XDPR_FAULT");
+	size_t plen = strlen(point), dlen = strlen(dev);
+
+	for (; p && *p; p += *p == ',') {
+		size_t len = strcspn(p, ",");
+
+		if (len >= plen && !strncmp(p, point, plen) &&
+		    (len == plen || (len == plen + 1 + dlen && p[plen] == ':' &&
+				     !strncmp(p + plen + 1, dev, dlen))))
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+int xdpr_prune_dead_ifaces(struct xdpr *x)
+{
+	__u32 dead[XDPR_MAX_IFACES], key, *prev = NULL;
+	int ndead = 0, err = 0;
+
+	if (x->fd[XM_IFACES] < 0)
+		return 0;
+	/* collect first: deleting while walking with get_next_key restarts or repeats the walk */
+	while (ndead < XDPR_MAX_IFACES && !bpf_map_get_next_key(x->fd[XM_IFACES], prev, &key)) {
+		char name[IF_NAMESIZE];
+
+		if (!if_indextoname(key, name) && errno == ENXIO)
+			dead[ndead++] = key;
+		prev = &key;
+	}
+	for (int i = 0; i < ndead; i++)
+		if (bpf_map_delete_elem(x->fd[XM_IFACES], &dead[i]) && errno != ENOENT && !err) {
+			err = -errno;
+			seterr(x, "cannot remove the settings of deleted interface %u: %s", dead[i],
+			       strerror(-err));
+		}
+	return err ? err : ndead;
+}
+
+void xdpr_close(struct xdpr *x)
+{
+	for (int m = 0; m < XM_MAX; m++) {
+		if (x->fd[m] >= 0)
+			close(x->fd[m]);
+		x->fd[m] = -1;
+	}
+	if (x->lock_fd >= 0)
+		close(x->lock_fd);
+	x->lock_fd = -1;
+}
+
+const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name)
+{
+	for (int i = 0; i < x->nlinks; i++)
+		if (!strcmp(x->links[i].name, name))
+			return &x->links[i];
+	return NULL;
+}
+
+int xdpr_ncpus(void)
+{
+	return libbpf_num_possible_cpus();
+}
+
+int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu)
+{
+	if (bpf_map_lookup_elem(x->fd[XM_STATS], &slot, percpu)) {
+		seterr(x, "cannot read counters: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int map_index(const char *name)
+{
+	for (int m = 0; m < XM_MAX; m++)
+		if (!strcmp(name, map_names[m]))
+			return m;
+	return -1;
+}
+
+/* Shape of the route table inner maps (from the skeleton), for building new ones. */
+struct map_proto {
+	enum bpf_map_type type;
+	__u32 key, value, max, flags;
+};
+static struct map_proto rt_proto[XDPR_RT_MAPS];
+
+static void set_proto(struct map_proto *p, const struct bpf_map *in)
+{
+	*p = (struct map_proto){ bpf_map__type(in), bpf_map__key_size(in), bpf_map__value_size(in),
+				 bpf_map__max_entries(in), bpf_map__map_flags(in) };
+}
+
+/* A map of that shape with that many entries (0: the definition's); fd or -errno. */
+static int proto_create(const struct map_proto *p, __u32 entries)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = p->flags);
+	int fd = bpf_map_create(p->type, "xdpr_rt_inner", p->key, p->value, entries ? entries : p->max, &o);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* A map like an inner map definition. */
+static int create_like(struct bpf_map *m)
+{
+	struct map_proto p;
+
+	set_proto(&p, m);
+	return proto_create(&p, 0);
+}
+
+/* The route table inner map definitions of an opened (not loaded) skeleton. */
+static void set_rt_protos(struct xdpr_bpf *skel)
+{
+	set_proto(&rt_proto[XDPR_RT_DIR], bpf_map__inner_map(skel->maps.xdpr_rtdir));
+	set_proto(&rt_proto[XDPR_RT_REC], bpf_map__inner_map(skel->maps.xdpr_rtrec));
+	set_proto(&rt_proto[XDPR_RT_NH], bpf_map__inner_map(skel->maps.xdpr_rtnh));
+}
+
+/*
+ * A new inner map for a route table slot: XDPR_RT_DIR (index blocks),
+ * XDPR_RT_REC (records) or XDPR_RT_NH (next hops) with that many entries;
+ * 0 entries: the definition's (an empty table).
+ */
+int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries)
+{
+	struct map_proto *p = &rt_proto[which];
+	int fd;
+
+	if (!p->key) {
+		struct xdpr_bpf *skel = xdpr_bpf__open();
+
+		if (!skel) {
+			seterr(x, "cannot open the BPF object: %s", strerror(errno));
+			return -errno;
+		}
+		set_rt_protos(skel);
+		xdpr_bpf__destroy(skel);
+	}
+	fd = proto_create(p, entries);
+	if (fd < 0)
+		seterr(x, "cannot create a route table of %u entries: %s", entries ? entries : p->max,
+		       strerror(-fd));
+	return fd;
+}
+
+/* Create the shared maps from the skeleton's own definitions. */
+int xdpr_create_maps(struct xdpr *x)
+{
+	struct xdpr_bpf *skel = xdpr_bpf__open();
+	struct bpf_map *m;
+	int err = 0;
+
+	if (!skel) {
+		seterr(x, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	bpf_object__for_each_map(m, skel->obj) {
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));
+		struct bpf_map *inner = bpf_map__inner_map(m);
+		int i = map_index(bpf_map__name(m)), fd, tfd = -1;
+
+		if (i < 0)
+			continue; /* per-instance (internal) map */
+		if (inner) {
+			tfd = create_like(inner);
+			if (tfd < 0) {
+				err = tfd;
+				seterr(x, "cannot create the inner map of %s: %s", bpf_map__name(m),
+				       strerror(-err));
+				break;
+			}
+			o.inner_map_fd = tfd;
+		}
+		fd = bpf_map_create(bpf_map__type(m), bpf_map__name(m), bpf_map__key_size(m),
+				    bpf_map__value_size(m), bpf_map__max_entries(m), &o);
+		if (fd < 0) {
+			err = -errno;
+			seterr(x, "cannot create map %s: %s", bpf_map__name(m), strerror(-err));
+			if (tfd >= 0)
+				close(tfd);
+			break;
+		}
+		x->fd[i] = fd;
+		/* every slot of an array of maps holds a (so far empty) map from the start */
+		for (__u32 k = 0; inner && !err && k < bpf_map__max_entries(m); k++) {
+			int ifd = create_like(inner);
+
+			if (ifd < 0 || bpf_map_update_elem(fd, &k, &ifd, BPF_ANY))
+				err = ifd < 0 ? ifd : -errno;
+			if (ifd >= 0)
+				close(ifd);
+		}
+		if (tfd >= 0)
+			close(tfd);
+		if (err) {
+			seterr(x, "cannot fill map %s: %s", bpf_map__name(m), strerror(-err));
+			break;
+		}
+	}
+	if (!err)
+		set_rt_protos(skel);
+	xdpr_bpf__destroy(skel);
+	return err;
+}
+
+/* The attach-time map (XM_SINCE), created when missing: fd or -errno. */
+static int since_map(struct xdpr *x)
+{
+	if (x->fd[XM_SINCE] < 0) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, map_names[XM_SINCE], sizeof(__u32),
+					sizeof(__u64), XDPR_MAX_IFACES, NULL);
+
+		if (fd < 0)
+			return -errno;
+		x->fd[XM_SINCE] = fd;
+	}
+	return x->fd[XM_SINCE];
+}
+
+int xdpr_since_set(struct xdpr *x, int prog_fd, __u32 slot)
+{
+	__u64 now = time(NULL);
+	int fd = since_map(x);
+
+	/* bound to the program so that xdpr_open finds it with the others */
+	if (fd < 0 || bpf_prog_bind_map(prog_fd, fd, NULL) ||
+	    bpf_map_update_elem(fd, &slot, &now, BPF_ANY))
+		return fd < 0 ? fd : -errno;
+	return 0;
+}
+
+/* Hand the shared maps to a freshly opened instance. */
+int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj)
+{
+	struct bpf_map *m;
+	int err;
+
+	bpf_object__for_each_map(m, obj) {
+		int i = map_index(bpf_map__name(m));
+
+		if (i < 0)
+			continue;
+		err = bpf_map__reuse_fd(m, x->fd[i]);
+		if (err) {
+			seterr(x, "cannot share map %s: %s", bpf_map__name(m), strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Run one of the object's helper programs (never attached) on the shared
+ * maps with BPF_PROG_TEST_RUN; data is its input and output.
+ */
+int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex)
+{
+	struct xdpr_bpf *skel = xdpr_bpf__open();
+	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = data, .data_size_in = len, .data_out = data,
+		    .data_size_out = len, .repeat = 1);
+	struct bpf_program *p, *run = NULL;
+	int err;
+
+	if (!skel) {
+		seterr(x, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	if (ifindex) {
+		o.ctx_in = &ctx;
+		o.ctx_size_in = sizeof(ctx);
+	}
+	bpf_object__for_each_program(p, skel->obj) {
+		bool me = !strcmp(bpf_program__name(p), name);
+
+		bpf_program__set_autoload(p, me);
+		if (me)
+			run = p;
+	}
+	err = run ? xdpr_reuse_maps(x, skel->obj) : -ENOENT;
+	if (!err) {
+		err = xdpr_bpf__load(skel);
+		if (err)
+			seterr(x, "cannot load %s: %s%s%s", name, strerror(-err), lib_msg[0] ? ": " : "",
+			       lib_msg);
+	}
+	if (!err) {
+		err = bpf_prog_test_run_opts(bpf_program__fd(run), &o);
+		if (err) {
+			err = -errno;
+			seterr(x, "cannot run %s: %s", name, strerror(-err));
+		}
+	}
+	xdpr_bpf__destroy(skel);
+	return err;
+}

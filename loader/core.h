@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * core.h - the bottom of libxdpr (internal, not installed).
+ *
+ * What every other part of the library stands on: finding a router's state
+ * (xdpr_open), errors, the shared maps (names, creation, hand-over to a new
+ * program instance), helper programs run on those maps, and the libxdp /
+ * libbpf message capture.  Every call goes down this list, never up:
+ *
+ *     loader.c   attach, detach            nat.c, route.c, core.c, leaves
+ *     route.c    the route map             rtindex.c, nat.c, core.c, leaves
+ *     nat.c      NAT, router settings      core.c
+ *                (xdpr_cfg_get/set)
+ *     rtindex.c  route lookup index        core.c
+ *     core.c     state, maps, errors       nothing of the library
+ *     netdev.c   netlink probes, neighbours  (leaves: they use nothing)
+ *     reasons.c  names of reasons and modes
+ * (selftests/unit/layers.t checks this table against the objects.)
+ */
+#ifndef XDPR_CORE_H
+#define XDPR_CORE_H
+
+#include "libxdpr.h"
+
+struct bpf_object;
+struct xdp_multiprog;
+struct xdp_program;
+
+extern const char *const map_names[XM_MAX];
+
+void seterr(struct xdpr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * libxdp and libbpf print nothing: their last warning is kept, and the
+ * reason libxdp gave before falling back to a plain attach.
+ */
+void xdpr_quiet_libs(void);
+void xdpr_lib_clear(void);
+const char *xdpr_lib_warning(void);  /* "" when there was none */
+const char *xdpr_lib_fallback(void); /* "" when libxdp gave none */
+
+/* The XDP programs of an interface (NULL: none, or unreadable). */
+struct xdp_multiprog *xdpr_get_multiprog(int ifindex);
+/* Our program on that interface, directly or inside a dispatcher. */
+struct xdp_program *xdpr_find_ours(struct xdp_multiprog *mp);
+/* The inode of the caller's network namespace: names its lock and pins. */
+int xdpr_netns_ino(unsigned long *ino);
+
+/*
+ * Remove the xdpr_ifaces entries of interfaces that no longer exist in this
+ * network namespace (deleted while attached: the kernel takes their program
+ * and devmap entry away, not their settings).  Call it holding the lock;
+ * xdpr_open(XDPR_O_LOCK) and xdpr_attach() do.  NAT rules that name a
+ * deleted ifindex are not touched.  Returns how many were removed, or
+ * -errno with x->err.
+ */
+int xdpr_prune_dead_ifaces(struct xdpr *x);
+
+/*
+ * TEST-ONLY fault injection, for the rollback paths no real failure reaches
+ * on demand (selftests/netns/link_atomic.t).  With XDPR_FAULT set to a
+ * comma-separated list of POINT or POINT:DEV, that step fails with -EIO
+ * instead of running (on device DEV, or on any):
+ *   attach  putting xdpr's program on a device: the one-step replacement
+ *           of a foreign program, or the attach after a foreign program
+ *           that could not be replaced in one step was taken off
+ *   detach  taking it off (the device is no longer a redirect target)
+ *   sysctl  nat add's accept_local writes (loader/nat.c), with -EROFS
+ * Unset, nothing changes.  Not an interface for users.
+ */
+bool xdpr_fault(const char *point, const char *dev);
+
+/* Create the shared maps from the BPF object's definitions (a new router). */
+int xdpr_create_maps(struct xdpr *x);
+/*
+ * Record now as the attach time of a slot (link show's "since"), binding
+ * the attach-time map to the program on first use.  Without it (an error,
+ * or a router attached by an older version) "since" is the program's load
+ * time: callers may ignore the result.
+ */
+int xdpr_since_set(struct xdpr *x, int prog_fd, __u32 slot);
+/* Hand the shared maps to a freshly opened instance. */
+int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
+/* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */
+int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries);
+/* Run one of the object's helper programs (never attached) on the shared maps. */
+int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
+
+#endif /* XDPR_CORE_H */

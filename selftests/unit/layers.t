@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Unit tier: the loader's files call each other in one direction only (the
+# table in loader/core.h).  Every object of build/loader may use library
+# symbols only from objects of a lower layer; a call back up (a cycle)
+# fails here, naming the symbol.
+cd "$(dirname "$0")/../.." || exit 1
+B=build/loader
+declare -A layer=([netdev]=0 [reasons]=0 [core]=1 [rtindex]=2 [nat]=2 [route]=3 [loader]=4)
+declare -A owner
+n=0 rc=0
+command -v nm >/dev/null || { echo "1..0 # SKIP nm not installed"; exit 0; }
+objs=()
+for c in loader/*.c; do
+	objs+=("$B/$(basename "$c" .c).o")
+done
+[ -e "${objs[0]}" ] || { echo "1..0 # SKIP $B not built (make all)"; exit 0; }
+echo "1..$((${#objs[@]} * 2))"
+for o in "${objs[@]}"; do
+	f=$(basename "$o" .o)
+	for s in $(nm --defined-only "$o" | awk '$2 ~ /^[TDRB]$/ { print $3 }'); do
+		owner[$s]=$f
+	done
+done
+# tap STATUS DESC WHY: one TAP line, a pass when STATUS is 0 (else WHY is shown).
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2: $3"
+		rc=1
+	fi
+}
+for o in "${objs[@]}"; do
+	f=$(basename "$o" .o)
+	[ -n "${layer[$f]}" ]
+	tap $? "loader/$f.c has a layer" "none in layers.t (add it here and to the table in core.h)"
+	bad=
+	for s in $(nm -u "$o" | awk '{ print $2 }'); do
+		d=${owner[$s]}
+		[ -z "$d" ] && continue # libc, libbpf, libxdp
+		[ "${layer[$d]:-99}" -lt "${layer[$f]:--1}" ] || bad+=" $s ($d.c)"
+	done
+	[ -z "$bad" ]
+	tap $? "loader/$f.c calls only lower layers" "it calls its own layer or one above:$bad"
+done
+exit $rc
