@@ -158,6 +158,11 @@ struct xdpr_nat_rule {
 	__be32 masq_addr;   /* masquerade without BPF_FIB_LOOKUP_SRC: address kept by the CLI */
 	__u16 port_min;     /* outside port (ICMP id) range, host order */
 	__u16 port_max;
+	char ifname[16];    /* outside interface by name (IFNAMSIZ): the rule follows it when the
+	                       interface is deleted and re-created (new ifindex) */
+	__u32 pending;      /* control plane only: the change in flight on this slot, 0 when none
+	                       (loader/nat.c); the packet path ignores it */
+	__u32 pad;
 };
 
 enum xdpr_cfg_flags {
@@ -388,7 +393,7 @@ struct xdpr_gc_cmd {
 
 /* Compile-time checks on everything that crosses the user/kernel line. */
 _Static_assert(sizeof(struct xdpr_iface) == 24, "xdpr_iface layout");
-_Static_assert(sizeof(struct xdpr_nat_rule) == 32, "xdpr_nat_rule layout");
+_Static_assert(sizeof(struct xdpr_nat_rule) == 56, "xdpr_nat_rule layout");
 _Static_assert(sizeof(struct xdpr_cfg) == 64, "xdpr_cfg layout");
 _Static_assert(sizeof(struct xdpr_route) == 8 + 28 * XDPR_RT_MAX_NH, "xdpr_route layout");
 _Static_assert(sizeof(struct xdpr_rtent) == 32 && sizeof(struct xdpr_rtnh) == 32, "route records");

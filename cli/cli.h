@@ -18,6 +18,8 @@ extern struct cli_opts opts;
 
 /* Print "Error: ..." as one line on stderr and return the exit code. */
 int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Each line of a library note as "warning: ..." on stderr. */
+void print_warnings(const char *note);
 
 /* Parsed command lines (pure functions: unit-tested without privileges). */
 struct attach_args {
@@ -63,7 +65,7 @@ int parse_prefix(const char *s, struct xdpr_route_spec *rs, char *err, size_t le
 /* 0, EXIT_USAGE (bad words) or EXIT_FAIL (unknown device), message in err */
 int parse_route(int argc, char **argv, struct xdpr_route_spec *rs, char *err, size_t len);
 struct xdpr;
-void print_nat_rules(struct xdpr *x, bool counters_only);
+int print_nat_rules(struct xdpr *x, bool counters_only);
 
 /* "2026-11-30T04:15:26Z" */
 void fmt_time(unsigned long long t, char *buf, size_t len);

@@ -97,6 +97,8 @@ static int link_attach(int argc, char **argv)
 		return fail(EXIT_USAGE, "%s", err);
 	}
 	ret = xdpr_open(&x, XDPR_O_LOCK);
+	if (!ret) /* finish or undo what a killed command left */
+		ret = xdpr_nat_repair(&x, NULL, 0);
 	if (ret && ret != -ENOENT) {
 		xdpr_close(&x);
 		return fail(EXIT_FAIL, "%s", x.err);
@@ -105,6 +107,7 @@ static int link_attach(int argc, char **argv)
 	xdpr_close(&x);
 	if (ret)
 		return fail(EXIT_FAIL, "%s", x.err);
+	print_warnings(x.note);
 
 	out_arr_open(NULL);
 	for (int i = 0; i < info.n; i++) {

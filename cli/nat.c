@@ -127,6 +127,10 @@ static int open_router(struct xdpr *x, unsigned int flags)
 {
 	int err = xdpr_open(x, flags);
 
+	/* under the lock: finish or undo what a killed command left */
+	if (!err && (flags & XDPR_O_LOCK))
+		err = xdpr_nat_repair(x, NULL, 0);
+
 	if (err) {
 		xdpr_close(x);
 		return fail(EXIT_FAIL, "%s", x->err);
@@ -147,8 +151,8 @@ static int nat_add(int argc, char **argv, bool replace)
 	if ((ret = open_router(&x, XDPR_O_LOCK)))
 		return ret;
 	ret = xdpr_nat_add(&x, a.dev, &a.r, replace) ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
-	if (!ret && x.note[0])
-		fprintf(stderr, "note: %s\n", x.note);
+	if (!ret)
+		print_warnings(x.note);
 	xdpr_close(&x);
 	return ret;
 }
@@ -173,15 +177,55 @@ static int nat_del(int argc, char **argv)
 	return ret;
 }
 
-/* Rules with their counters; shared with "xdpr stats" (nat section). */
-void print_nat_rules(struct xdpr *x, bool counters_only)
+/* Outside ports a rule holds, one line per outside address (not in "xdpr stats"). */
+static void print_held(const struct xdpr_held *h, int nh, __u32 rule)
+{
+	static const char *const proto[] = { [XDPR_HELD_TCP] = "tcp", [XDPR_HELD_UDP] = "udp",
+					     [XDPR_HELD_ICMP] = "icmp" };
+	static const char *const fmt[] = { [XDPR_HELD_TCP] = "tcp %llu", [XDPR_HELD_UDP] = "udp %llu",
+					   [XDPR_HELD_ICMP] = "icmp %llu" };
+	char a[INET_ADDRSTRLEN];
+
+	out_arr_open("held");
+	for (int i = 0; i < nh; i++) {
+		const char *sep = " (";
+		__u64 n;
+
+		if (h[i].rule != rule)
+			continue;
+		out_obj_open(NULL);
+		out_str("addr", "  held %s:", ip4(h[i].addr, a));
+		n = h[i].ports[0] + h[i].ports[1] + h[i].ports[2];
+		out_u64("ports", " %llu", n);
+		out_text(n == 1 ? " port" : " ports");
+		for (int p = 0; p < 3; p++) {
+			if (!out_is_json() && !h[i].ports[p])
+				continue;
+			out_text("%s", sep);
+			out_u64(proto[p], fmt[p], h[i].ports[p]);
+			sep = ", ";
+		}
+		out_text(")");
+		out_u64("holddown", ", %llu in hold-down\n", h[i].holddown);
+		out_obj_close();
+	}
+	out_arr_close();
+}
+
+/* Rules with their counters; shared with "xdpr stats" (nat section).  0, or -errno before any output. */
+int print_nat_rules(struct xdpr *x, bool counters_only)
 {
 	static struct xdpr_rule_info ri[XDPR_NAT_MAX_RULES];
-	int n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES), ncpu = xdpr_ncpus();
+	int n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES), ncpu = xdpr_ncpus(), nh = 0;
 	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	struct xdpr_held *held = NULL;
 
 	if (ncpu > XDPR_MAX_CPUS)
 		ncpu = XDPR_MAX_CPUS;
+	if (!counters_only && n > 0)
+		nh = xdpr_nat_held(x, &held);
+	if (n < 0 || nh < 0)
+		return n < 0 ? n : nh;
 	out_arr_open(counters_only ? "nat" : NULL);
 	for (int i = 0; i < n; i++) {
 		const struct xdpr_nat_rule *r = &ri[i].r;
@@ -189,6 +233,7 @@ void print_nat_rules(struct xdpr *x, bool counters_only)
 		out_obj_open(NULL);
 		out_u64("id", "nat rule %llu: ", ri[i].id);
 		out_str("dev", "out %s", ri[i].dev);
+		out_str("state", NULL, ri[i].waiting ? "waiting" : "applied");
 		out_text(" src %s/%d", ip4(r->src_net, a), __builtin_popcount(r->src_mask));
 		out_str("src", NULL, ip4(r->src_net, a));
 		out_u64("src_len", NULL, __builtin_popcount(r->src_mask));
@@ -202,7 +247,12 @@ void print_nat_rules(struct xdpr *x, bool counters_only)
 		}
 		out_u64("port_min", " ports %llu", r->port_min);
 		out_u64("port_max", "-%llu", r->port_max);
-		out_str("filter", " filter %s\n", r->flags & XDPR_NAT_EIF ? "eif" : "apdf");
+		out_str("filter", " filter %s", r->flags & XDPR_NAT_EIF ? "eif" : "apdf");
+		if (ri[i].waiting) /* gone, or not attached: applied again once it is */
+			out_text(" (waiting for %s)", ri[i].dev);
+		out_text("\n");
+		if (!counters_only)
+			print_held(held, nh, ri[i].id);
 		out_obj_open("counters");
 		for (int e = 0; e < XDPR_NE_MAX; e++) {
 			if (!out_is_json() && !ri[i].ev[e] && opts.detail < 1)
@@ -229,6 +279,8 @@ void print_nat_rules(struct xdpr *x, bool counters_only)
 		out_obj_close();
 	}
 	out_arr_close();
+	free(held);
+	return 0;
 }
 
 static int nat_show(int argc, char **argv)
@@ -242,7 +294,11 @@ static int nat_show(int argc, char **argv)
 	}
 	if ((ret = open_router(&x, 0)))
 		return ret;
-	print_nat_rules(&x, false);
+	if (print_nat_rules(&x, false)) {
+		ret = fail(EXIT_FAIL, "%s", x.err);
+		xdpr_close(&x);
+		return ret;
+	}
 	out_flush_doc();
 	xdpr_close(&x);
 	return EXIT_OK;

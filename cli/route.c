@@ -98,7 +98,8 @@ int parse_route(int argc, char **argv, struct xdpr_route_spec *rs, char *err, si
 
 static int open_router(struct xdpr *x, unsigned int flags)
 {
-	if (xdpr_open(x, flags)) {
+	/* under the lock: finish or undo what a killed NAT command left */
+	if (xdpr_open(x, flags) || ((flags & XDPR_O_LOCK) && xdpr_nat_repair(x, NULL, 0))) {
 		xdpr_close(x);
 		return fail(EXIT_FAIL, "%s", x->err);
 	}

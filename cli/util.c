@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* util.c - small parsing and formatting helpers. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "cli.h"
 
@@ -27,4 +29,15 @@ void fmt_time(unsigned long long t, char *buf, size_t len)
 
 	gmtime_r(&tt, &tm);
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void print_warnings(const char *note)
+{
+	const char *nl;
+
+	fflush(stdout);
+	for (; note && *note; note = nl ? nl + 1 : note + strlen(note)) {
+		nl = strchr(note, '\n');
+		fprintf(stderr, "warning: %.*s\n", nl ? (int)(nl - note) : (int)strlen(note), note);
+	}
 }

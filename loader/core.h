@@ -65,6 +65,7 @@ int xdpr_prune_dead_ifaces(struct xdpr *x);
  *           of a foreign program, or the attach after a foreign program
  *           that could not be replaced in one step was taken off
  *   detach  taking it off (the device is no longer a redirect target)
+ *   sysctl  nat add's accept_local writes (loader/nat.c), with -EROFS
  * Unset, nothing changes.  Not an interface for users.
  */
 bool xdpr_fault(const char *point, const char *dev);

@@ -60,7 +60,7 @@ struct xdpr {
 	int nlinks;
 	struct xdpr_link links[XDPR_MAX_IFACES];
 	char err[512];
-	char note[256];     /* a warning worth showing after a successful change */
+	char note[512];     /* warnings worth showing after a successful change, one a line */
 };
 
 #define XDPR_F_FORCE 1u /* replace a foreign XDP program */
@@ -134,7 +134,8 @@ int xdpr_rt_make_slot(struct xdpr *x, const struct xdpr_rtrec *rec, size_t n,
 struct xdpr_rule_info {
 	__u32 id;
 	struct xdpr_nat_rule r;
-	char dev[IF_NAMESIZE];
+	char dev[IF_NAMESIZE];                 /* the rule's interface by name */
+	bool waiting;                          /* that interface is gone or not attached: not applied */
 	__u64 ev[XDPR_NE_MAX];                 /* enum xdpr_nat_event, summed */
 	__u64 cpu_ev[XDPR_MAX_CPUS][XDPR_NE_MAX];
 };
@@ -149,10 +150,31 @@ struct xdpr_session {
 	__u64 timeout_ns;
 };
 
+/* Outside ports held on one outside address under one listed rule. */
+struct xdpr_held {
+	__u32 rule;              /* listed rule (bindings of the rules it replaced count here) */
+	__be32 addr;             /* outside address */
+	__u32 ports[3];          /* bindings by protocol: XDPR_HELD_TCP, _UDP, _ICMP (echo ids) */
+	__u32 holddown;          /* of those, without a session: kept for their inside endpoint */
+};
+enum { XDPR_HELD_TCP, XDPR_HELD_UDP, XDPR_HELD_ICMP };
+
 int xdpr_cfg_get(struct xdpr *x, struct xdpr_cfg *c);
 int xdpr_cfg_set(struct xdpr *x, const struct xdpr_cfg *c);
 /* Rules in id order with their counters; returns how many. */
 int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max);
+/*
+ * Ports held per listed rule and outside address (in use or in hold-down),
+ * sorted by rule then address: *out is malloc'd; returns how many.
+ */
+int xdpr_nat_held(struct xdpr *x, struct xdpr_held **out);
+/*
+ * Settle NAT rule state under the lock (xdpr_open with XDPR_O_LOCK calls it;
+ * xdpr_attach calls it with the interfaces it just attached): finish or undo
+ * what a killed command left, and re-bind rules whose interface was deleted
+ * and is attached again under its name.  0 or -errno with x->err.
+ */
+int xdpr_nat_repair(struct xdpr *x, char *const *attached, int n);
 /* nr: flags, src, pool, ports filled in; dev and masquerade address are set here. */
 int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace);
 int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask);

@@ -647,6 +647,8 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 
 		for (int i = 0; i < n && !xdpr_cfg_get(x, &c) && (c.flags & XDPR_CFG_NAT); i++)
 			xdpr_nat_prepare_dev(x, ifnames[i]);
+		if (xdpr_nat_repair(x, ifnames, n)) /* NAT rules waiting for these names */
+			snprintf(x->note, sizeof(x->note), "%s", x->err);
 		/* pins of a replaced libxdp dispatcher go once nothing can bring it back */
 		for (int i = 0; i < n; i++)
 			if (pd[i].nforeign)

@@ -3,14 +3,66 @@
  * nat.c - source NAT rules, settings, sessions and garbage collection.
  *
  * Rules live in an array (xdpr_nat_rules) and are referenced by id from the
- * outside interface's xdpr_ifaces entry.  A change writes the new rule into
- * a free slot first and then replaces the interface entry in one update
- * (a hash update is an RCU swap), so packets see the old rule set or the
- * new one, never a mix.  Rule ids are handed out round robin so that a
- * freshly freed id is not reused while stragglers may still count on it.
+ * outside interface's xdpr_ifaces entry: the packet path applies exactly the
+ * rules that entry lists.  Every change has one commit point, the update of
+ * that entry (a hash update is an RCU swap: packets see the old rule set or
+ * the new one, never a mix).  What comes before it is invisible, what comes
+ * after it only tidies up:
+ *
+ *   add      counters zeroed, new slot written and marked NAT_ADDING
+ *            -> the entry lists it -> unmarked
+ *   replace  old slot marked NAT_REPLACED, new slot written NAT_ADDING
+ *            -> the entry lists the new id in the old one's place
+ *            -> old one retired (its sessions live on), new one unmarked
+ *   del      slot marked NAT_DELETING -> the entry without it
+ *            -> its sessions and those of the rules it replaced removed,
+ *               their slots freed
+ *
+ * A killed command leaves a mark that says what was in flight, and the
+ * entry says whether it committed: nat_settle(), run under the lock by every
+ * locked command (xdpr_nat_repair), finishes what committed and undoes what
+ * did not.  A rule is listed if and only if it is applied, or waiting:
+ *
+ * Rules follow their interface by name.  A rule whose interface was deleted
+ * (or is not attached) waits: listed, not applied.  When an interface of that
+ * name is attached again the rule is re-bound: that interface's entry lists
+ * it (the commit), then its slot takes the new ifindex.  An unmarked rule that
+ * no entry lists is such a rule (the dead interface's entry may have been
+ * pruned): that is why a deletion marks the slot before it commits.
+ *
+ * Rule ids are handed out round robin so that a freshly freed id is not
+ * reused while stragglers may still count on it.
+ *
+ * Test hooks (environment; never set them on a router in service):
+ *   XDPR_CRASH_AT=OP:STEP  the command kills itself (SIGKILL) at that step,
+ *                          so a test can check every state a killed change
+ *                          leaves (selftests/netns/nat_kill9.t);
+ *   XDPR_FAULT=sysctl      the sysctl writes of "nat add" fail (EROFS);
+ *   XDPR_FAULT=sysctl:DEV  only those for interface DEV.
+ * Steps in the order a command passes them (OP: add or replace):
+ *   OP:prepared         sysctls set, no map written yet
+ *   OP:counters         the new slot's counters zeroed
+ *   replace:marked      the replaced rule marked NAT_REPLACED
+ *   OP:slot             the new rule written to its slot (NAT_ADDING)
+ *   OP:cfg              settings written (next rule id, NAT on)
+ *   OP:commit           the interface entry lists the new rule: it is live
+ *   del:start           nothing written yet
+ *   del:marked          the rule marked NAT_DELETING (for a waiting rule that
+ *                       no entry lists, this is the commit)
+ *   del:commit          the interface entry without the rule
+ * and the settling steps after a commit, named after the command (add,
+ * replace, del, flush, attach; "repair" when another command's repair runs
+ * them): OP:retired (replaced rule retired), OP:unmarked (mark cleared),
+ * OP:gc and OP:freed (a deleted rule's sessions removed, then its slot),
+ * OP:orphan-gc and OP:orphan-freed (the same for a rule it had replaced),
+ * OP:rebind-prepared and OP:rebind-commit (before and after the interface's
+ * entry lists a waiting rule), OP:followed (a slot names its interface's new
+ * ifindex or name), OP:cfg (NAT flag changed).
  */
 #include <errno.h>
 #include <ifaddrs.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +73,63 @@
 #include "core.h"
 
 static __u32 zero_key;
+
+/* xdpr_nat_rule.pending: the change in flight on a slot (see the top). */
+enum nat_pending {
+	NAT_ADDING = 1,
+	NAT_REPLACED = 2,
+	NAT_DELETING = 3,
+};
+
+/* What a slot is, from its contents and whether its interface's entry lists it. */
+enum slot_state {
+	SL_FREE,
+	SL_APPLIED,  /* committed, listed by the entry of its attached interface */
+	SL_WAITING,  /* committed, its interface is gone or not attached */
+	SL_RETIRED,  /* replaced; its sessions live on while a rule replaces it */
+	SL_ABORTED,  /* written by an add or replace that did not commit */
+	SL_REPLACED, /* replaced (committed), not yet marked retired */
+	SL_DELETED,  /* deleted (committed), sessions and slot not yet removed */
+};
+
+struct nat_link {
+	char name[IF_NAMESIZE];
+	__u32 ifindex;
+};
+
+struct nat_state {
+	int nlinks;
+	struct nat_link links[XDPR_MAX_IFACES];   /* attached interfaces */
+	struct xdpr_nat_rule r[XDPR_NAT_MAX_RULES];
+	enum slot_state st[XDPR_NAT_MAX_RULES];
+	__u32 ref[XDPR_NAT_MAX_RULES];             /* ifindex of the entry listing it, 0: none */
+	int link[XDPR_NAT_MAX_RULES];              /* links[] index of that interface, -1: none */
+};
+
+static void crash_point(const char *op, const char *step)
+{
+	const char *at = getenv("XDPR_CRASH_AT");
+	size_t n = strlen(op);
+
+	if (at && !strncmp(at, op, n) && at[n] == ':' && !strcmp(at + n + 1, step))
+		raise(SIGKILL);
+}
+
+
+/* Add a line to x->note (once). */
+static void __attribute__((format(printf, 2, 3))) addnote(struct xdpr *x, const char *fmt, ...)
+{
+	size_t used = strlen(x->note);
+	char line[sizeof(x->note)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (strstr(x->note, line))
+		return;
+	snprintf(x->note + used, sizeof(x->note) - used, "%s%s", used ? "\n" : "", line);
+}
 
 int xdpr_cfg_get(struct xdpr *x, struct xdpr_cfg *c)
 {
@@ -63,26 +172,509 @@ static void fmt_prefix(__be32 net, __be32 mask, char *buf, size_t len)
 	snprintf(buf, len, "%s/%d", a, __builtin_popcount(mask));
 }
 
+static const char *ip4_str(__u32 host_order, char *buf)
+{
+	__be32 a = htonl(host_order);
+
+	return inet_ntop(AF_INET, &a, buf, INET_ADDRSTRLEN);
+}
+
+/* A pool as the user wrote it: "ADDR" or "FIRST-LAST". */
+static void fmt_pool(const struct xdpr_nat_rule *r, char *buf, size_t len)
+{
+	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	__u32 lo = ntohl(r->pool_first);
+
+	if (r->pool_count <= 1)
+		snprintf(buf, len, "%s", ip4_str(lo, a));
+	else
+		snprintf(buf, len, "%s-%s", ip4_str(lo, a), ip4_str(lo + r->pool_count - 1, b));
+}
+
+/* Addresses that are never a packet's source on the wire. */
+static const struct {
+	__u32 net;
+	int plen;
+	const char *what;
+} no_source[] = {
+	{ 0x00000000, 8, "a \"this network\" address (0.0.0.0/8)" },
+	{ 0x7f000000, 8, "a loopback address (127.0.0.0/8)" },
+	{ 0xe0000000, 4, "a multicast address (224.0.0.0/4)" },
+	{ 0xf0000000, 4, "a reserved address (240.0.0.0/4)" },
+};
+
+static int check_pool(struct xdpr *x, const struct xdpr_nat_rule *r)
+{
+	__u64 lo = ntohl(r->pool_first), hi = lo + r->pool_count - 1;
+	char pool[40], a[INET_ADDRSTRLEN];
+
+	if (r->flags & XDPR_NAT_MASQ)
+		return 0;
+	for (size_t i = 0; i < sizeof(no_source) / sizeof(no_source[0]); i++) {
+		__u64 blo = no_source[i].net, bhi = blo | (0xffffffffu >> no_source[i].plen);
+		__u64 bad = lo > blo ? lo : blo;
+
+		if (lo > bhi || hi < blo)
+			continue;
+		fmt_pool(r, pool, sizeof(pool));
+		seterr(x, "cannot translate to \"%s\": %s is %s, never a source address", pool,
+		       ip4_str(bad, a), bad == 0xffffffffu ? "the limited broadcast address" : no_source[i].what);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Warn about pool addresses no interface of this router has: no one answers ARP for them. */
+static void note_unowned(struct xdpr *x, const struct xdpr_nat_rule *r)
+{
+	__u32 lo = ntohl(r->pool_first), hi = lo + r->pool_count - 1, owned = 0, seen[64];
+	struct ifaddrs *ifa, *i;
+	char pool[40];
+	int nseen = 0;
+
+	if ((r->flags & XDPR_NAT_MASQ) || getifaddrs(&ifa))
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		__u32 a;
+		bool dup = false;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		a = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+		if (a < lo || a > hi)
+			continue;
+		for (int k = 0; k < nseen; k++)
+			dup |= seen[k] == a;
+		if (dup)
+			continue;
+		if (nseen < (int)(sizeof(seen) / sizeof(seen[0])))
+			seen[nseen++] = a;
+		owned++;
+	}
+	freeifaddrs(ifa);
+	if (owned >= r->pool_count)
+		return;
+	fmt_pool(r, pool, sizeof(pool));
+	if (r->pool_count == 1)
+		addnote(x, "%s is not an address of this router: nothing answers ARP for it unless "
+			   "the upstream routes it to the router", pool);
+	else
+		addnote(x, "%u of the %u addresses of %s are not addresses of this router: nothing "
+			   "answers ARP for them unless the upstream routes them to the router",
+			r->pool_count - owned, r->pool_count, pool);
+}
+
+/* ---------------------------------------------------------------- slot state */
+
+static bool committed(enum slot_state st)
+{
+	return st == SL_APPLIED || st == SL_WAITING;
+}
+
+static bool same_src(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
+{
+	return a->src_net == b->src_net && a->src_mask == b->src_mask;
+}
+
+static bool same_iface(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
+{
+	return a->ifindex == b->ifindex || (a->ifname[0] && !strncmp(a->ifname, b->ifname, IF_NAMESIZE));
+}
+
+/*
+ * The listed rule a retired one was replaced by (same interface, same
+ * sources), 0 if none is left.
+ */
+static __u32 successor(const struct nat_state *s, __u32 id)
+{
+	for (__u32 k = 1; k < XDPR_NAT_MAX_RULES; k++)
+		if (k != id && committed(s->st[k]) && same_src(&s->r[k], &s->r[id]) &&
+		    same_iface(&s->r[k], &s->r[id]))
+			return k;
+	return 0;
+}
+
+/* Does the xdpr_ifaces entry of ifindex list rule id? */
+static bool lists(struct xdpr *x, __u32 ifindex, __u32 id)
+{
+	struct xdpr_iface e;
+
+	if (bpf_map_lookup_elem(x->fd[XM_IFACES], &ifindex, &e))
+		return false;
+	for (int k = 0; k < e.nrules && k < XDPR_NAT_IF_RULES; k++)
+		if (e.rules[k] == id)
+			return true;
+	return false;
+}
+
+static void classify(struct xdpr *x, struct nat_state *s, __u32 id)
+{
+	struct xdpr_nat_rule *r = &s->r[id];
+	int own = -1, named = -1;
+
+	s->link[id] = -1;
+	s->ref[id] = 0;
+	if (!r->ifindex) {
+		s->st[id] = SL_FREE;
+		return;
+	}
+	for (int i = 0; i < s->nlinks; i++) {
+		if (s->links[i].ifindex == r->ifindex)
+			own = i;
+		else if (r->ifname[0] && !strncmp(s->links[i].name, r->ifname, IF_NAMESIZE))
+			named = i;
+	}
+	/*
+	 * Listed by its attached interface; or re-bound to the interface of its
+	 * name, the slot not updated yet; or listed by the stale entry of a
+	 * deleted interface (waiting).
+	 */
+	if (own >= 0 && lists(x, r->ifindex, id)) {
+		s->ref[id] = r->ifindex;
+		s->link[id] = own;
+	} else if (named >= 0 && lists(x, s->links[named].ifindex, id)) {
+		s->ref[id] = s->links[named].ifindex;
+		s->link[id] = named;
+	} else if (own < 0 && lists(x, r->ifindex, id)) {
+		s->ref[id] = r->ifindex;
+	}
+	if (r->flags & XDPR_NAT_RETIRED)
+		s->st[id] = SL_RETIRED;
+	else if (!s->ref[id] && r->pending == NAT_ADDING)
+		s->st[id] = SL_ABORTED;
+	else if (!s->ref[id] && r->pending == NAT_REPLACED)
+		s->st[id] = SL_REPLACED;
+	else if (!s->ref[id] && r->pending == NAT_DELETING)
+		s->st[id] = SL_DELETED;
+	else
+		s->st[id] = s->ref[id] && s->link[id] >= 0 ? SL_APPLIED : SL_WAITING;
+}
+
+/* Read every slot; attached: x->links plus these names (just attached). */
+static int nat_load(struct xdpr *x, struct nat_state *s, char *const *attached, int n)
+{
+	memset(s, 0, sizeof(*s));
+	for (int i = 0; i < x->nlinks; i++) {
+		snprintf(s->links[i].name, IF_NAMESIZE, "%s", x->links[i].name);
+		s->links[i].ifindex = x->links[i].ifindex;
+	}
+	s->nlinks = x->nlinks;
+	for (int i = 0; i < n && s->nlinks < XDPR_MAX_IFACES; i++) {
+		__u32 ifindex = if_nametoindex(attached[i]);
+		bool known = false;
+
+		for (int k = 0; k < s->nlinks; k++)
+			known |= s->links[k].ifindex == ifindex;
+		if (!ifindex || known)
+			continue;
+		snprintf(s->links[s->nlinks].name, IF_NAMESIZE, "%s", attached[i]);
+		s->links[s->nlinks++].ifindex = ifindex;
+	}
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++) {
+		if (bpf_map_lookup_elem(x->fd[XM_RULES], &id, &s->r[id])) {
+			seterr(x, "cannot read NAT rule %u: %s", id, strerror(errno));
+			return -errno;
+		}
+		classify(x, s, id);
+	}
+	return 0;
+}
+
+static struct nat_state *nat_state_new(struct xdpr *x, char *const *attached, int n, int *err)
+{
+	struct nat_state *s = malloc(sizeof(*s));
+
+	*err = s ? nat_load(x, s, attached, n) : -ENOMEM;
+	if (*err) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* The name a committed rule is listed under. */
+static void rule_dev(const struct nat_state *s, __u32 id, char *buf)
+{
+	const struct xdpr_nat_rule *r = &s->r[id];
+
+	if (s->st[id] == SL_APPLIED)
+		snprintf(buf, IF_NAMESIZE, "%s", s->links[s->link[id]].name);
+	else if (r->ifname[0])
+		snprintf(buf, IF_NAMESIZE, "%.*s", IF_NAMESIZE - 1, r->ifname);
+	else if (!if_indextoname(r->ifindex, buf))
+		snprintf(buf, IF_NAMESIZE, "if%u", r->ifindex);
+}
+
+static int put_rule(struct xdpr *x, __u32 id, const struct xdpr_nat_rule *r)
+{
+	if (bpf_map_update_elem(x->fd[XM_RULES], &id, r, BPF_ANY)) {
+		seterr(x, "cannot write NAT rule %u: %s", id, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int free_rule(struct xdpr *x, struct nat_state *s, __u32 id)
+{
+	memset(&s->r[id], 0, sizeof(s->r[id]));
+	s->st[id] = SL_FREE;
+	return put_rule(x, id, &s->r[id]);
+}
+
+static int put_iface(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *e, const char *dev)
+{
+	if (bpf_map_update_elem(x->fd[XM_IFACES], &ifindex, e, BPF_EXIST)) {
+		seterr(x, "cannot update the NAT rules of \"%s\": %s", dev, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Take rule ids off the entry of ifindex: one update (the commit of a deletion). */
+static int unlink_ids(struct xdpr *x, __u32 ifindex, const bool *drop, const char *dev)
+{
+	struct xdpr_iface e;
+	int kept = 0;
+
+	if (bpf_map_lookup_elem(x->fd[XM_IFACES], &ifindex, &e))
+		return 0;
+	for (int k = 0; k < e.nrules && k < XDPR_NAT_IF_RULES; k++)
+		if (e.rules[k] >= XDPR_NAT_MAX_RULES || !drop[e.rules[k]])
+			e.rules[kept++] = e.rules[k];
+	if (kept == e.nrules)
+		return 0;
+	e.nrules = kept;
+	return put_iface(x, ifindex, &e, dev);
+}
+
+static bool overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
+{
+	__be32 m = a->src_mask & b->src_mask;
+
+	return (a->src_net & m) == (b->src_net & m);
+}
+
+/*
+ * Waiting rules named after an attached interface go back on it: its entry
+ * lists them, one update per interface (the commit); then their slots, and
+ * those of the rules they replaced, take its ifindex (follow()).  In that
+ * order the packet path never meets a slot naming a live interface that no
+ * entry lists: until the commit the slot names the dead ifindex, and the
+ * sources of such a rule are dropped, not sent out untranslated
+ * (drop_nat_if_gone).
+ */
+static int rebind(struct xdpr *x, struct nat_state *s, const char *op)
+{
+	for (int i = 0; i < s->nlinks; i++) {
+		const struct nat_link *l = &s->links[i];
+		__u32 ids[XDPR_NAT_IF_RULES + 1];
+		struct xdpr_iface e;
+		int n = 0, err;
+
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && n <= XDPR_NAT_IF_RULES; id++)
+			if (s->st[id] == SL_WAITING && !strncmp(s->r[id].ifname, l->name, IF_NAMESIZE))
+				ids[n++] = id;
+		if (!n || bpf_map_lookup_elem(x->fd[XM_IFACES], &l->ifindex, &e))
+			continue;
+		for (int k = 0; k < e.nrules && k < XDPR_NAT_IF_RULES; k++)
+			for (int w = 0; w < n && e.rules[k] < XDPR_NAT_MAX_RULES; w++)
+				if (s->st[e.rules[k]] != SL_FREE && overlap(&s->r[e.rules[k]], &s->r[ids[w]]))
+					n = -1;
+		if (n < 0 || e.nrules + n > XDPR_NAT_IF_RULES) {
+			addnote(x, "NAT rules waiting for \"%s\" stay waiting: they would overlap its "
+				   "rules or exceed %d rules", l->name, XDPR_NAT_IF_RULES);
+			continue;
+		}
+		/* masquerade without BPF_FIB_LOOKUP_SRC translates to the address kept here */
+		for (int w = 0; w < n; w++) {
+			struct xdpr_nat_rule *r = &s->r[ids[w]];
+			__be32 a = (r->flags & XDPR_NAT_MASQ) ? dev_ipv4(l->name) : 0;
+
+			if (!a || a == r->masq_addr)
+				continue;
+			r->masq_addr = a;
+			err = put_rule(x, ids[w], r);
+			if (err)
+				return err;
+		}
+		crash_point(op, "rebind-prepared");
+		for (int w = 0; w < n; w++)
+			e.rules[e.nrules++] = ids[w];
+		err = put_iface(x, l->ifindex, &e, l->name);
+		if (err)
+			return err;
+		crash_point(op, "rebind-commit");
+		for (int w = 0; w < n; w++) {
+			s->st[ids[w]] = SL_APPLIED;
+			s->ref[ids[w]] = l->ifindex;
+			s->link[ids[w]] = i;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The slot of an applied rule names its interface as it is now: the
+ * ifindex after a re-bind, the name after a rename; a retired rule
+ * follows the rule that replaced it.
+ */
+static int follow(struct xdpr *x, struct nat_state *s, const char *op)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++) {
+			struct xdpr_nat_rule *r = &s->r[id];
+			__u32 k = pass ? successor(s, id) : id;
+			__u32 ifindex;
+			const char *name;
+			int err;
+
+			if ((pass ? s->st[id] != SL_RETIRED : s->st[id] != SL_APPLIED) ||
+			    !k || s->st[k] != SL_APPLIED)
+				continue;
+			ifindex = s->links[s->link[k]].ifindex;
+			name = s->links[s->link[k]].name;
+			if (r->ifindex == ifindex && !strncmp(r->ifname, name, IF_NAMESIZE))
+				continue;
+			r->ifindex = ifindex;
+			memset(r->ifname, 0, sizeof(r->ifname));
+			snprintf(r->ifname, sizeof(r->ifname), "%s", name);
+			err = put_rule(x, id, r);
+			if (err)
+				return err;
+			crash_point(op, "followed");
+		}
+	return 0;
+}
+
+/* NAT on in the settings while any rule (listed or retired) is left. */
+static int set_nat_flag(struct xdpr *x, const struct nat_state *s, const char *op)
+{
+	bool want = false;
+	struct xdpr_cfg c;
+	int err;
+
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++)
+		want |= committed(s->st[id]) || s->st[id] == SL_RETIRED;
+	err = xdpr_cfg_get(x, &c);
+	if (err || !(c.flags & XDPR_CFG_NAT) == !want)
+		return err;
+	c.flags ^= XDPR_CFG_NAT;
+	err = xdpr_cfg_set(x, &c);
+	if (!err)
+		crash_point(op, "cfg");
+	return err;
+}
+
+/* A deleted rule goes: its sessions, then its slot (orphan: a rule it had replaced). */
+static int remove_rule(struct xdpr *x, struct nat_state *s, __u32 id, const char *op, bool orphan)
+{
+	int err = xdpr_nat_gc(x, XDPR_GC_RULE, id, NULL);
+
+	if (!err)
+		crash_point(op, orphan ? "orphan-gc" : "gc");
+	if (!err)
+		err = free_rule(x, s, id);
+	if (!err)
+		crash_point(op, orphan ? "orphan-freed" : "freed");
+	return err;
+}
+
+/*
+ * Finish what committed and undo what did not (see the top of this file),
+ * re-bind waiting rules, bring slots up to date, set the NAT flag.  Every step is idempotent: a
+ * settle killed halfway is finished by the next one.
+ */
+static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
+{
+	int err = 0;
+
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
+		struct xdpr_nat_rule *r = &s->r[id];
+
+		switch (s->st[id]) {
+		case SL_APPLIED:
+		case SL_WAITING:
+			if (r->pending) {
+				r->pending = 0;
+				err = put_rule(x, id, r);
+				if (!err)
+					crash_point(op, "unmarked");
+			}
+			break;
+		case SL_REPLACED:
+			r->flags |= XDPR_NAT_RETIRED;
+			r->pending = 0;
+			s->st[id] = SL_RETIRED;
+			err = put_rule(x, id, r);
+			if (!err)
+				crash_point(op, "retired");
+			break;
+		case SL_ABORTED:
+			err = free_rule(x, s, id);
+			break;
+		case SL_DELETED:
+			err = remove_rule(x, s, id, op, false);
+			break;
+		default:
+			break;
+		}
+	}
+	/* retired rules whose replacement is gone: their sessions end too */
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
+		if (s->st[id] == SL_RETIRED && !successor(s, id))
+			err = remove_rule(x, s, id, op, true);
+	}
+	if (!err)
+		err = rebind(x, s, op);
+	if (!err)
+		err = follow(x, s, op);
+	return err ? err : set_nat_flag(x, s, op);
+}
+
+static int settle_again(struct xdpr *x, const char *op, char *const *attached, int n)
+{
+	int err;
+	struct nat_state *s = nat_state_new(x, attached, n, &err);
+
+	if (s)
+		err = nat_settle(x, s, op);
+	free(s);
+	return err;
+}
+
+int xdpr_nat_repair(struct xdpr *x, char *const *attached, int n)
+{
+	return settle_again(x, n ? "attach" : "repair", attached, n);
+}
+
+/* ---------------------------------------------------------------- rules */
+
 int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max)
 {
-	int ncpu = xdpr_ncpus(), n = 0;
+	int ncpu = xdpr_ncpus(), n = 0, err;
+	struct nat_state *s;
 	__u64 *vals;
 
 	if (ncpu <= 0)
 		return ncpu;
+	s = nat_state_new(x, NULL, 0, &err);
+	if (!s)
+		return err;
 	vals = calloc(ncpu, sizeof(*vals));
-	if (!vals)
+	if (!vals) {
+		free(s);
 		return -ENOMEM;
+	}
 	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && n < max; id++) {
 		struct xdpr_rule_info *ri = &out[n];
 
-		memset(ri, 0, sizeof(*ri));
-		if (bpf_map_lookup_elem(x->fd[XM_RULES], &id, &ri->r) || !ri->r.ifindex ||
-		    (ri->r.flags & XDPR_NAT_RETIRED))
+		if (!committed(s->st[id]))
 			continue;
+		memset(ri, 0, sizeof(*ri));
 		ri->id = id;
-		if (!if_indextoname(ri->r.ifindex, ri->dev))
-			snprintf(ri->dev, sizeof(ri->dev), "if%u", ri->r.ifindex);
+		ri->r = s->r[id];
+		ri->waiting = s->st[id] == SL_WAITING;
+		rule_dev(s, id, ri->dev);
 		for (int e = 0; e < XDPR_NE_MAX; e++) {
 			__u32 key = id * XDPR_NE_MAX + e;
 
@@ -96,6 +688,7 @@ int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max)
 		n++;
 	}
 	free(vals);
+	free(s);
 	return n;
 }
 
@@ -117,19 +710,14 @@ static int zero_rule_counters(struct xdpr *x, __u32 id)
 	return err;
 }
 
-static bool overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
-{
-	__be32 m = a->src_mask & b->src_mask;
-
-	return (a->src_net & m) == (b->src_net & m);
-}
-
 static int write_sysctl(const char *dev, const char *knob, const char *val)
 {
 	char path[128];
 	FILE *f;
 	int err = 0;
 
+	if (xdpr_fault("sysctl", dev))
+		return -EROFS;
 	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/%s", dev, knob);
 	f = fopen(path, "w");
 	if (!f)
@@ -167,55 +755,47 @@ static int read_sysctl(const char *dev, const char *knob)
  */
 int xdpr_nat_prepare_dev(struct xdpr *x, const char *dev)
 {
-	int err = write_sysctl(dev, "accept_local", "1");
+	int err = read_sysctl(dev, "accept_local") == 1 ? 0 : write_sysctl(dev, "accept_local", "1");
 
 	if (err) {
 		seterr(x, "cannot set net.ipv4.conf.%s.accept_local: %s", dev, strerror(-err));
 		return err;
 	}
-	if (read_sysctl(dev, "rp_filter") == 1 || read_sysctl("all", "rp_filter") == 1)
-		snprintf(x->note, sizeof(x->note),
-			 "rp_filter is strict (1) for \"%s\": translated packets waiting for a "
-			 "neighbour are dropped by the kernel; use rp_filter 0 or 2", dev);
+	if ((read_sysctl(dev, "rp_filter") == 1 || read_sysctl("all", "rp_filter") == 1) &&
+	    !strstr(x->note, "rp_filter"))
+		addnote(x, "rp_filter is strict (1) for \"%s\": translated packets waiting for a "
+			   "neighbour are dropped by the kernel; use rp_filter 0 or 2", dev);
 	return 0;
 }
 
-static int set_nat_flag(struct xdpr *x)
+/* accept_local everywhere before a rule goes live; on failure, set back what was changed. */
+static int prepare_links(struct xdpr *x)
 {
-	struct xdpr_rule_info *ri = calloc(XDPR_NAT_MAX_RULES, sizeof(*ri));
-	struct xdpr_cfg c;
-	int n, err;
+	int old[XDPR_MAX_IFACES], err = 0, i;
 
-	if (!ri)
-		return -ENOMEM;
-	n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES);
-	free(ri);
-	if (n < 0)
-		return n;
-	err = xdpr_cfg_get(x, &c);
-	if (err)
-		return err;
-	for (int i = 0; n && i < x->nlinks; i++) {
+	for (i = 0; i < x->nlinks && !err; i++) {
+		old[i] = read_sysctl(x->links[i].name, "accept_local");
 		err = xdpr_nat_prepare_dev(x, x->links[i].name);
-		if (err)
-			return err;
 	}
-	if (n)
-		c.flags |= XDPR_CFG_NAT;
-	else
-		c.flags &= ~XDPR_CFG_NAT;
-	return xdpr_cfg_set(x, &c);
+	for (int k = 0; err && k < i - 1; k++)
+		if (old[k] == 0)
+			write_sysctl(x->links[k].name, "accept_local", "0");
+	return err;
 }
 
 int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace)
 {
+	const char *op = replace ? "replace" : "add";
 	const struct xdpr_link *l = xdpr_link_find(x, dev);
+	struct xdpr_nat_rule old_rule;
+	struct nat_state *s = NULL;
 	struct xdpr_iface ifc;
-	struct xdpr_nat_rule cur;
-	struct xdpr_cfg c;
+	struct xdpr_cfg c, c0;
 	__u32 id = 0, old_id = 0;
-	int slot = -1, err;
-	char p1[32], p2[32];
+	int slot = -1, err, wrote = 0;
+	char p1[32], p2[32], keep[sizeof(x->err)];
+
+	enum { W_OLD = 1, W_NEW = 2, W_CFG = 4 };
 
 	if (!l) {
 		if (!if_nametoindex(dev))
@@ -228,83 +808,135 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 		seterr(x, "\"%s\" is being attached or detached; try again", dev);
 		return -EAGAIN;
 	}
+	err = check_pool(x, nr);
+	if (err)
+		return err;
 	nr->ifindex = l->ifindex;
+	memset(nr->ifname, 0, sizeof(nr->ifname));
+	snprintf(nr->ifname, sizeof(nr->ifname), "%s", dev);
 	nr->masq_addr = (nr->flags & XDPR_NAT_MASQ) ? dev_ipv4(dev) : 0;
+	nr->flags &= ~XDPR_NAT_RETIRED;
+	nr->pending = NAT_ADDING;
 	err = xdpr_cfg_get(x, &c);
 	if (err)
 		return err;
+	c0 = c;
 	if ((nr->flags & XDPR_NAT_MASQ) && !nr->masq_addr && !(c.flags & XDPR_CFG_FIB_SRC)) {
 		seterr(x, "\"%s\" has no IPv4 address to masquerade to", dev);
 		return -EADDRNOTAVAIL;
 	}
+	s = nat_state_new(x, NULL, 0, &err);
+	if (!s)
+		return err;
 
 	/* Same interface, overlapping sources: only an exact replace is allowed. */
-	for (int i = 0; i < ifc.nrules && i < XDPR_NAT_IF_RULES; i++) {
-		__u32 rid = ifc.rules[i];
+	for (__u32 rid = 1; rid < XDPR_NAT_MAX_RULES; rid++) {
+		const struct xdpr_nat_rule *cur = &s->r[rid];
 
-		if (bpf_map_lookup_elem(x->fd[XM_RULES], &rid, &cur) || !cur.ifindex)
+		if (!committed(s->st[rid]) || !same_iface(cur, nr) || !overlap(cur, nr))
 			continue;
-		if (!overlap(&cur, nr))
-			continue;
-		if (replace && cur.src_net == nr->src_net && cur.src_mask == nr->src_mask) {
+		if (replace && same_src(cur, nr) && s->st[rid] == SL_APPLIED) {
 			old_id = rid;
-			slot = i;
 			continue;
 		}
-		fmt_prefix(cur.src_net, cur.src_mask, p1, sizeof(p1));
+		fmt_prefix(cur->src_net, cur->src_mask, p1, sizeof(p1));
 		fmt_prefix(nr->src_net, nr->src_mask, p2, sizeof(p2));
 		seterr(x, "src %s overlaps rule %u (src %s) on \"%s\"", p2, rid, p1, dev);
-		return -EEXIST;
+		err = -EEXIST;
+		goto out;
 	}
-	if (replace && !old_id) {
+	for (int i = 0; old_id && i < ifc.nrules && i < XDPR_NAT_IF_RULES; i++)
+		if (ifc.rules[i] == old_id)
+			slot = i;
+	if (replace && slot < 0) {
 		fmt_prefix(nr->src_net, nr->src_mask, p2, sizeof(p2));
 		seterr(x, "no NAT rule for src %s on \"%s\" to replace", p2, dev);
-		return -ENOENT;
+		err = -ENOENT;
+		goto out;
 	}
 	if (!replace && ifc.nrules >= XDPR_NAT_IF_RULES) {
 		seterr(x, "\"%s\" has %d NAT rules already", dev, XDPR_NAT_IF_RULES);
-		return -ENOSPC;
+		err = -ENOSPC;
+		goto out;
 	}
 
 	/* A free id, round robin. */
 	for (__u32 k = 0; k < XDPR_NAT_MAX_RULES - 1 && !id; k++) {
 		__u32 cand = 1 + (c.next_rule + k) % (XDPR_NAT_MAX_RULES - 1);
 
-		if (bpf_map_lookup_elem(x->fd[XM_RULES], &cand, &cur) || !cur.ifindex)
+		if (s->st[cand] == SL_FREE)
 			id = cand;
 	}
 	if (!id) {
 		seterr(x, "all %d NAT rule slots are in use", XDPR_NAT_MAX_RULES - 1);
-		return -ENOSPC;
+		err = -ENOSPC;
+		goto out;
 	}
 
-	/* New rule first, then the interface entry that makes it live. */
+	/* Everything that can fail for reasons of its own, before any map is written. */
+	err = prepare_links(x);
+	if (err)
+		goto out;
+	note_unowned(x, nr);
+	crash_point(op, "prepared");
+
+	/* Invisible until the commit: nothing lists the new slot yet. */
 	err = zero_rule_counters(x, id);
-	if (!err && bpf_map_update_elem(x->fd[XM_RULES], &id, nr, BPF_ANY))
-		err = -errno;
 	if (err) {
-		seterr(x, "cannot write the NAT rule: %s", strerror(-err));
-		return err;
+		seterr(x, "cannot reset the counters of NAT rule %u: %s", id, strerror(-err));
+		goto undo;
 	}
+	crash_point(op, "counters");
+	if (old_id) {
+		old_rule = s->r[old_id];
+		old_rule.pending = NAT_REPLACED;
+		err = put_rule(x, old_id, &old_rule);
+		if (err)
+			goto undo;
+		wrote |= W_OLD;
+		crash_point(op, "marked");
+	}
+	err = put_rule(x, id, nr);
+	if (err)
+		goto undo;
+	wrote |= W_NEW;
+	crash_point(op, "slot");
+	c.next_rule = id;
+	c.flags |= XDPR_CFG_NAT;
+	err = xdpr_cfg_set(x, &c);
+	if (err)
+		goto undo;
+	wrote |= W_CFG;
+	crash_point(op, "cfg");
+
+	/* The commit. */
 	if (slot >= 0)
 		ifc.rules[slot] = id;
 	else
 		ifc.rules[ifc.nrules++] = id;
-	if (bpf_map_update_elem(x->fd[XM_IFACES], &l->ifindex, &ifc, BPF_EXIST)) {
-		err = -errno;
-		memset(&cur, 0, sizeof(cur));
-		bpf_map_update_elem(x->fd[XM_RULES], &id, &cur, BPF_ANY);
-		seterr(x, "cannot activate the NAT rule on \"%s\": %s", dev, strerror(-err));
-		return err;
-	}
-	c.next_rule = id;
-	if (old_id && !bpf_map_lookup_elem(x->fd[XM_RULES], &old_id, &cur)) {
-		/* the replaced rule's sessions keep their mappings until they end */
-		cur.flags |= XDPR_NAT_RETIRED;
-		bpf_map_update_elem(x->fd[XM_RULES], &old_id, &cur, BPF_ANY);
-	}
-	err = xdpr_cfg_set(x, &c);
-	return err ? err : set_nat_flag(x);
+	err = put_iface(x, l->ifindex, &ifc, dev);
+	if (err)
+		goto undo;
+	crash_point(op, "commit");
+
+	/* Live: the marks are only tidied up now (by the next command if this fails). */
+	if (settle_again(x, op, NULL, 0))
+		addnote(x, "the rule is applied, but %s; the next xdpr command finishes the change",
+			x->err);
+	err = 0;
+	goto out;
+undo:
+	memcpy(keep, x->err, sizeof(keep));
+	if (wrote & W_CFG)
+		xdpr_cfg_set(x, &c0);
+	if (wrote & W_NEW)
+		free_rule(x, s, id);
+	if (wrote & W_OLD)
+		put_rule(x, old_id, &s->r[old_id]);
+	memcpy(x->err, keep, sizeof(keep));
+out:
+	free(s);
+	return err;
 }
 
 int xdpr_nat_gc(struct xdpr *x, __u32 op, __u32 rule, struct xdpr_gc_cmd *res)
@@ -317,53 +949,33 @@ int xdpr_nat_gc(struct xdpr *x, __u32 op, __u32 rule, struct xdpr_gc_cmd *res)
 	return err;
 }
 
-/* Take rule ids off their interfaces; ids == NULL: every rule. */
-static int unlink_rules(struct xdpr *x, const __u32 *ids, int nids)
+/* Mark a committed rule NAT_DELETING: until its entry is updated, that is undone. */
+static int mark_deleting(struct xdpr *x, struct nat_state *s, __u32 id)
 {
-	for (int i = 0; i < x->nlinks; i++) {
-		struct xdpr_iface ifc;
-		int kept = 0;
+	struct xdpr_nat_rule r = s->r[id];
 
-		if (bpf_map_lookup_elem(x->fd[XM_IFACES], &x->links[i].ifindex, &ifc) || !ifc.nrules)
-			continue;
-		for (int r = 0; r < ifc.nrules && r < XDPR_NAT_IF_RULES; r++) {
-			bool drop = !ids;
-
-			for (int k = 0; ids && k < nids; k++)
-				drop |= ifc.rules[r] == ids[k];
-			if (!drop)
-				ifc.rules[kept++] = ifc.rules[r];
-		}
-		if (kept == ifc.nrules)
-			continue;
-		ifc.nrules = kept;
-		if (bpf_map_update_elem(x->fd[XM_IFACES], &x->links[i].ifindex, &ifc, BPF_EXIST)) {
-			seterr(x, "cannot update \"%s\": %s", x->links[i].name, strerror(errno));
-			return -errno;
-		}
-	}
-	return 0;
+	r.pending = NAT_DELETING;
+	return put_rule(x, id, &r);
 }
 
 int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 {
-	struct xdpr_rule_info *ri = calloc(XDPR_NAT_MAX_RULES, sizeof(*ri));
-	struct xdpr_nat_rule empty = {}, r;
-	__u32 id = 0, ifindex = 0;
-	int n, err;
-	char p[32];
+	bool drop[XDPR_NAT_MAX_RULES] = {};
+	struct nat_state *s;
+	char p[32], name[IF_NAMESIZE];
+	__u32 id = 0;
+	int err;
 
-	if (!ri)
-		return -ENOMEM;
-	n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES);
-	for (int i = 0; i < n; i++)
-		if (!strcmp(ri[i].dev, dev) && ri[i].r.src_net == net && ri[i].r.src_mask == mask) {
-			id = ri[i].id;
-			ifindex = ri[i].r.ifindex;
-		}
-	free(ri);
-	if (n < 0)
-		return n;
+	s = nat_state_new(x, NULL, 0, &err);
+	if (!s)
+		return err;
+	for (__u32 k = 1; k < XDPR_NAT_MAX_RULES && !id; k++) {
+		if (!committed(s->st[k]) || s->r[k].src_net != net || s->r[k].src_mask != mask)
+			continue;
+		rule_dev(s, k, name);
+		if (!strcmp(name, dev))
+			id = k;
+	}
 	if (!id) {
 		fmt_prefix(net, mask, p, sizeof(p));
 		if (!xdpr_link_find(x, dev))
@@ -371,36 +983,58 @@ int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 						     : "cannot find device \"%s\"", dev);
 		else
 			seterr(x, "no NAT rule for src %s on \"%s\"", p, dev);
+		free(s);
 		return -ENOENT;
 	}
-	err = unlink_rules(x, &id, 1);
-	/* its flows end now: its own sessions and those of rules it replaced here */
-	for (__u32 k = 1; !err && k < XDPR_NAT_MAX_RULES; k++) {
-		if (bpf_map_lookup_elem(x->fd[XM_RULES], &k, &r) || r.ifindex != ifindex ||
-		    (k != id && !(r.flags & XDPR_NAT_RETIRED)))
-			continue;
-		err = xdpr_nat_gc(x, XDPR_GC_RULE, k, NULL);
-		if (!err && bpf_map_update_elem(x->fd[XM_RULES], &k, &empty, BPF_ANY))
-			err = -errno;
+	crash_point("del", "start");
+	err = mark_deleting(x, s, id);
+	if (!err)
+		crash_point("del", "marked");
+	drop[id] = true;
+	if (!err && s->ref[id]) {
+		err = unlink_ids(x, s->ref[id], drop, dev);
+		if (err)
+			put_rule(x, id, &s->r[id]); /* not deleted: unmark */
+		else
+			crash_point("del", "commit");
 	}
-	return err ? err : set_nat_flag(x);
+	free(s);
+	/* its flows end now: its own sessions and those of the rules it replaced */
+	return err ? err : settle_again(x, "del", NULL, 0);
 }
 
 int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res)
 {
-	struct xdpr_nat_rule empty = {};
+	bool drop[XDPR_NAT_MAX_RULES] = {};
+	struct nat_state *s;
 	int err = 0;
 
 	if (rules) {
-		err = unlink_rules(x, NULL, 0);
-		for (__u32 id = 1; !err && id < XDPR_NAT_MAX_RULES; id++)
-			if (bpf_map_update_elem(x->fd[XM_RULES], &id, &empty, BPF_ANY))
-				err = -errno;
+		s = nat_state_new(x, NULL, 0, &err);
+		if (!s)
+			return err;
+		/* each rule is deleted as "nat del" would: marked, then off its entry */
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
+			drop[id] = committed(s->st[id]);
+			if (drop[id])
+				err = mark_deleting(x, s, id);
+		}
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
+			char name[IF_NAMESIZE];
+
+			if (!drop[id] || !s->ref[id])
+				continue;
+			rule_dev(s, id, name);
+			err = unlink_ids(x, s->ref[id], drop, name);
+		}
+		free(s);
 		if (!err)
-			err = set_nat_flag(x);
+			err = settle_again(x, "flush", NULL, 0);
 	}
 	return err ? err : xdpr_nat_gc(x, XDPR_GC_ALL, 0, res);
 }
+
+/* ---------------------------------------------------------------- tables */
 
 static __u64 mono_ns(void)
 {
@@ -408,6 +1042,79 @@ static __u64 mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+struct hash_dump {
+	void *keys;
+	void *vals;
+	size_t n;
+};
+
+/*
+ * Every entry of a hash map, read with BPF_MAP_LOOKUP_BATCH.  The kernel
+ * hands out the table bucket by bucket, each bucket whole, and continues
+ * from the next bucket: an entry is seen once even while the packet path or
+ * a sweep adds and deletes others.  (BPF_MAP_GET_NEXT_KEY restarts from the
+ * first bucket when the key it continues from was deleted, listing entries
+ * again.)
+ */
+static int dump_hash(struct xdpr *x, int fd, const char *what, struct hash_dump *d)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), in = 0, out = 0, cnt;
+	size_t cap = 0;
+	bool first = true, grow = true;
+	int err = 0;
+
+	memset(d, 0, sizeof(*d));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		seterr(x, "cannot read %s: %s", what, strerror(errno));
+		return -errno;
+	}
+	for (;;) {
+		if (grow || cap - d->n < 1024) {
+			size_t ncap = cap ? cap * 2 : info.max_entries + 1024;
+			void *k = realloc(d->keys, ncap * info.key_size), *v;
+
+			if (k)
+				d->keys = k;
+			v = k ? realloc(d->vals, ncap * info.value_size) : NULL;
+			if (!v) {
+				err = -ENOMEM;
+				break;
+			}
+			d->vals = v;
+			cap = ncap;
+			grow = false;
+		}
+		cnt = cap - d->n;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out,
+					   (char *)d->keys + d->n * info.key_size,
+					   (char *)d->vals + d->n * info.value_size, &cnt, &o);
+		if (err && errno == ENOSPC) { /* one bucket holds more than the room left */
+			grow = true;
+			continue;
+		}
+		if (err && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		d->n += cnt;
+		if (err) { /* ENOENT: that was the last bucket */
+			err = 0;
+			break;
+		}
+		in = out;
+		first = false;
+	}
+	if (err) {
+		seterr(x, "cannot read %s: %s", what, strerror(-err));
+		free(d->keys);
+		free(d->vals);
+		memset(d, 0, sizeof(*d));
+	}
+	return err;
 }
 
 /* Session timeout as the datapath computes it (nat_timeout in bpf/nat.h). */
@@ -430,38 +1137,121 @@ __u64 xdpr_nat_timeout_ns(const struct xdpr_cfg *c, __u8 proto, __u8 state)
 
 int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, void *), void *arg)
 {
-	struct xdpr_ct_key k, next, *prev = NULL;
+	struct hash_dump d;
 	struct xdpr_cfg c;
 	__u64 now = mono_ns();
 	int err;
 
 	err = xdpr_cfg_get(x, &c);
+	if (!err)
+		err = dump_hash(x, x->fd[XM_CT], "the session table", &d);
 	if (err)
 		return err;
-	while (!bpf_map_get_next_key(x->fd[XM_CT], prev, &next)) {
+	for (size_t i = 0; i < d.n && !err; i++) {
+		const struct xdpr_ct_key *k = (const struct xdpr_ct_key *)d.keys + i;
 		struct xdpr_session s = {};
 		struct xdpr_ct_key ik;
 		__u64 last;
 
-		k = next;
-		prev = &k;
-		if (k.dir != XDPR_CT_OUT || bpf_map_lookup_elem(x->fd[XM_CT], &k, &s.out))
+		if (k->dir != XDPR_CT_OUT)
 			continue;
-		s.key = k;
-		ik = (struct xdpr_ct_key){ .saddr = k.daddr, .daddr = s.out.xaddr, .sport = k.dport,
-					   .dport = s.out.xport, .proto = k.proto, .dir = XDPR_CT_IN };
+		s.key = *k;
+		s.out = ((const struct xdpr_ct_val *)d.vals)[i];
+		ik = (struct xdpr_ct_key){ .saddr = k->daddr, .daddr = s.out.xaddr, .sport = k->dport,
+					   .dport = s.out.xport, .proto = k->proto, .dir = XDPR_CT_IN };
 		s.has_in = !bpf_map_lookup_elem(x->fd[XM_CT], &ik, &s.in);
 		s.state = s.out.state | (s.has_in ? s.in.state : 0);
 		last = s.out.last_seen;
 		if (s.has_in && s.in.last_seen > last)
 			last = s.in.last_seen;
 		s.idle_ns = now > last ? now - last : 0;
-		s.timeout_ns = xdpr_nat_timeout_ns(&c, k.proto, s.state);
+		s.timeout_ns = xdpr_nat_timeout_ns(&c, k->proto, s.state);
 		if (s.idle_ns > s.timeout_ns)
 			continue; /* expired, waiting for a sweep: not a live session */
 		err = cb(&s, arg);
-		if (err)
-			return err;
 	}
+	free(d.keys);
+	free(d.vals);
+	return err;
+}
+
+struct held_one {
+	__u32 rule;
+	__be32 addr;
+	int proto;     /* XDPR_HELD_* */
+	bool holddown;
+};
+
+static int held_cmp(const void *a, const void *b)
+{
+	const struct held_one *x = a, *y = b;
+
+	if (x->rule != y->rule)
+		return x->rule < y->rule ? -1 : 1;
+	if (x->addr != y->addr)
+		return ntohl(x->addr) < ntohl(y->addr) ? -1 : 1;
 	return 0;
+}
+
+int xdpr_nat_held(struct xdpr *x, struct xdpr_held **out)
+{
+	__u32 owner[XDPR_NAT_MAX_RULES] = {};
+	struct held_one *one = NULL;
+	struct xdpr_held *h = NULL;
+	struct nat_state *s;
+	struct hash_dump d = {};
+	struct xdpr_cfg c;
+	__u64 now = mono_ns();
+	size_t n = 0, nh = 0;
+	int err;
+
+	*out = NULL;
+	s = nat_state_new(x, NULL, 0, &err);
+	if (!s)
+		return err;
+	/* bindings of a retired rule are shown with the rule that replaced it */
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++)
+		owner[id] = committed(s->st[id]) ? id : s->st[id] == SL_RETIRED ? successor(s, id) : 0;
+	free(s);
+	err = xdpr_cfg_get(x, &c);
+	if (!err)
+		err = dump_hash(x, x->fd[XM_BIND], "the binding table", &d);
+	if (err)
+		return err;
+	one = calloc(d.n + 1, sizeof(*one));
+	h = calloc(d.n + 1, sizeof(*h));
+	if (!one || !h) {
+		seterr(x, "cannot count the ports held: %s", strerror(ENOMEM));
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < d.n; i++) {
+		const struct xdpr_bind_key *k = (const struct xdpr_bind_key *)d.keys + i;
+		const struct xdpr_bind *b = (const struct xdpr_bind *)d.vals + i;
+		__u64 idle = now > b->last_active ? now - b->last_active : 0;
+		bool hold = XDPR_BIND_REFS(b->state) == 0;
+
+		if ((b->state & XDPR_BIND_DYING) || b->rule >= XDPR_NAT_MAX_RULES || !owner[b->rule])
+			continue;
+		if (hold && idle > (__u64)c.holddown * 1000000000ULL)
+			continue; /* free for anyone, waiting for a sweep */
+		one[n++] = (struct held_one){ owner[b->rule], k->out_addr,
+					      k->proto == IPPROTO_TCP ? XDPR_HELD_TCP :
+					      k->proto == IPPROTO_UDP ? XDPR_HELD_UDP : XDPR_HELD_ICMP, hold };
+	}
+	qsort(one, n, sizeof(*one), held_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (!nh || h[nh - 1].rule != one[i].rule || h[nh - 1].addr != one[i].addr)
+			h[nh++] = (struct xdpr_held){ .rule = one[i].rule, .addr = one[i].addr };
+		h[nh - 1].ports[one[i].proto]++;
+		h[nh - 1].holddown += one[i].holddown;
+	}
+	*out = h;
+	h = NULL;
+out:
+	free(one);
+	free(h);
+	free(d.keys);
+	free(d.vals);
+	return err ? err : (int)nh;
 }

@@ -20,7 +20,7 @@
 NAT_PY=/usr/bin/python3
 [ -x "$NAT_PY" ] || NAT_PY=$(command -v python3)
 [ -n "$NAT_PY" ] || skip_all "python3 not installed"
-need tcpdump
+need tcpdump bpftool
 
 # nat_topo_create TAG: make C1 C2 R H S (names in those variables) and wire them.
 nat_topo_create() {
@@ -131,9 +131,10 @@ nat_grown() {
 	fi
 }
 
-# nat_rules: `-j nat show` without counters, normalised (for "unchanged" checks).
+# nat_rules: `-j nat show` without counters and held ports, normalised (for
+# "unchanged" checks).
 nat_rules() {
-	xdpr -j nat show 2>&1 | jq -S -c 'map(del(.counters))' 2>&1
+	xdpr -j nat show 2>&1 | jq -S -c 'map(del(.counters, .held))' 2>&1
 }
 
 # sessions [ARGS...]: `-j nat sessions ARGS`, compact.
@@ -158,7 +159,8 @@ csum_errors() {
 #       else, prints "got ADDR:PORT DATA" and answers "c1 saw ADDR:PORT".
 #   Environment for ask and hairpin: NAT_UDP_SIZE=N pads the request to N
 #   bytes, NAT_UDP_DF=0 clears DF (the kernel may fragment), NAT_UDP_NOCSUM=1
-#   sends without UDP checksum (SO_NO_CHECK), NAT_UDP_IPOPT=1 adds 4 bytes of
+#   sends without UDP checksum (SO_NO_CHECK), NAT_UDP_BIND=ADDR binds the
+#   socket to that local address, NAT_UDP_IPOPT=1 adds 4 bytes of
 #   IPv4 options (NOPs).
 #   serve PORT
 #       (server side) answers every datagram with its sender's "ADDR:PORT"
@@ -181,7 +183,7 @@ def sock(port):
         s.setsockopt(socket.SOL_SOCKET, 11, 1)     # SO_NO_CHECK
     if os.environ.get("NAT_UDP_IPOPT") == "1":
         s.setsockopt(socket.IPPROTO_IP, 4, b"\x01\x01\x01\x00")  # IP_OPTIONS: NOP NOP NOP EOL
-    s.bind(("0.0.0.0", port))
+    s.bind((os.environ.get("NAT_UDP_BIND", "0.0.0.0"), port))
     return s
 
 def ask(s, dst, timeout):
@@ -500,4 +502,72 @@ cap_json() {
 # condition (e.g. '.proto == 17 and .dport == 7000').
 cap_count() {
 	cap_json "$1" | jq "[.[] | select($2)] | length"
+}
+
+# ---------------------------------------------------------------- rule slots
+
+# rule_slots FILE: the router's xdpr_nat_rules map as bpftool dumps it (JSON)
+# into FILE.  Maps are global objects (bpftool sees those of every
+# namespace): the map is found through the program attached to r0.
+rule_slots() {
+	local prog m
+	prog=$(in_ns "$R" bpftool -j net show dev r0 2>/dev/null | jq -r '.[0].xdp[0].id // empty')
+	[ -n "$prog" ] || return 1
+	for m in $(bpftool -j prog show id "$prog" 2>/dev/null | jq -r '.map_ids[]'); do
+		if [ "$(bpftool -j map show id "$m" | jq -r .name)" = xdpr_nat_rules ]; then
+			bpftool -j map dump id "$m" >"$1"
+			return
+		fi
+	done
+	return 1
+}
+
+# Every used rule slot (struct xdpr_nat_rule, bpf/xdpr_shared.h) must be a
+# rule `nat show` lists, or a retired rule (XDPR_NAT_RETIRED) whose
+# replacement (same interface, same src) is listed; and no change may be in
+# flight (pending).  Prints what is wrong.
+cat >"$T_TMP/slots.py" <<'EOF_PY'
+import ipaddress, json, sys
+
+slots, rules = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+listed = {r["id"] for r in rules}
+bad = []
+for e in slots:
+    v = bytes(int(b, 16) for b in e["value"])
+    k = int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
+    ifindex, flags = int.from_bytes(v[0:4], "little"), int.from_bytes(v[4:8], "little")
+    if not ifindex:
+        continue
+    src = "%s/%d" % (ipaddress.IPv4Address(v[8:12]), bin(int.from_bytes(v[12:16], "big")).count("1"))
+    name = v[32:48].split(b"\0")[0].decode()
+    pending = int.from_bytes(v[48:52], "little")
+    what = "slot %d (ifindex %d %s, src %s, flags %d, pending %d)" % (k, ifindex, name, src, flags, pending)
+    if pending:
+        bad.append(what + ": a change still in flight")
+    elif k in listed:
+        continue
+    elif flags & 4 and any("%s/%d" % (r["src"], r["src_len"]) == src and r["dev"] == name for r in rules):
+        continue
+    else:
+        bad.append(what + ": used, but nat show does not list it")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+EOF_PY
+
+# slots_clean DESC: one test; every rule slot is listed by `nat show` or is
+# a retired rule whose replacement is listed, and no change is in flight.
+slots_clean() {
+	local out
+	if ! rule_slots "$T_TMP/slots.json"; then
+		fail "$1: cannot dump xdpr_nat_rules with bpftool"
+		return 1
+	fi
+	xdpr -j nat show >"$T_TMP/rules.json" 2>&1
+	if out=$("$NAT_PY" "$T_TMP/slots.py" "$T_TMP/slots.json" "$T_TMP/rules.json" 2>&1); then
+		pass "$1: no rule slot left that nat show does not list"
+	else
+		fail "$1: no rule slot left that nat show does not list"
+		diag "$out"
+		return 1
+	fi
 }
