@@ -178,21 +178,23 @@ static __always_inline void nat_release(__be32 in_addr, __be32 out_addr, __be16 
 /*
  * Delete a session given its outbound half.  Inbound half first, so no
  * packet can be translated one way only; whoever deletes the outbound half
- * releases the references.  Returns 1 if this call removed it.
+ * releases the references.  Returns 1 if this call removed it.  okey must
+ * be a copy (stack or scratch), never a map element's key: an element can
+ * be deleted by another CPU and reused for another session at any moment.
  */
 static __always_inline int nat_sess_delete(const struct xdpr_ct_key *okey, const struct xdpr_ct_val *oval,
 					   __u64 now)
 {
-	struct xdpr_ct_key k = *okey, ik;
+	struct xdpr_ct_key ik;
 	__be32 xaddr = oval->xaddr;
 	__be16 xport = oval->xport;
 	__u32 gen = oval->bind_gen;
 
-	ct_other_key(&k, oval, &ik);
+	ct_other_key(okey, oval, &ik);
 	bpf_map_delete_elem(&xdpr_nat_ct, &ik);
-	if (bpf_map_delete_elem(&xdpr_nat_ct, &k))
+	if (bpf_map_delete_elem(&xdpr_nat_ct, okey))
 		return 0;
-	nat_release(k.saddr, xaddr, xport, k.proto, gen, now);
+	nat_release(okey->saddr, xaddr, xport, okey->proto, gen, now);
 	return 1;
 }
 
@@ -245,23 +247,44 @@ struct sweep_ctx {
 	__u32 hosts_freed;
 };
 
+/*
+ * k and v point into the element: another CPU may delete it meanwhile, and
+ * a deleted element is reused at once for the next session inserted.  So
+ * the callback works on a copy (key, value, key again: a key that changed
+ * means the element was taken for another session while being read), and
+ * deletes by the copied key what it judged, never by the element's key.
+ */
 static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_val *v,
 		     struct sweep_ctx *s)
 {
-	if (k->dir != XDPR_CT_OUT) {
+	struct xdpr_ct_key kc;
+	struct xdpr_ct_val vc;
+
+	kc = *k;
+	asm volatile("" ::: "memory");
+	vc = *v;
+	asm volatile("" ::: "memory");
+	if (READ_ONCE_U64(((__u64 *)k)[0]) != ((__u64 *)&kc)[0] ||
+	    READ_ONCE_U64(((__u64 *)k)[1]) != ((__u64 *)&kc)[1])
+		return 0;
+	if (kc.dir != XDPR_CT_OUT) {
 		struct xdpr_ct_key o;
 
-		/* a lone inbound half (its pair went in an interrupted delete) */
-		ct_other_key(k, v, &o);
-		if (!bpf_map_lookup_elem(&xdpr_nat_ct, &o) && s->now - v->last_seen > NSEC)
-			bpf_map_delete_elem(&xdpr_nat_ct, k);
+		/*
+		 * A lone inbound half (its pair went in an interrupted delete).  A
+		 * session being created has its inbound half alone for a moment, with
+		 * last_seen from a clock read after this sweep's now: not "old".
+		 */
+		ct_other_key(&kc, &vc, &o);
+		if (!bpf_map_lookup_elem(&xdpr_nat_ct, &o) && s->now > vc.last_seen + NSEC)
+			bpf_map_delete_elem(&xdpr_nat_ct, &kc);
 		return 0;
 	}
 	s->seen++;
-	if (s->op == XDPR_GC_ALL || (s->op == XDPR_GC_RULE && v->rule == s->rule)) {
-		if (nat_sess_delete(k, v, s->now))
+	if (s->op == XDPR_GC_ALL || (s->op == XDPR_GC_RULE && vc.rule == s->rule)) {
+		if (nat_sess_delete(&kc, &vc, s->now))
 			s->deleted++;
-	} else if (nat_sweep_key(k, v, s->now, s->cfg, 0)) {
+	} else if (nat_sweep_key(&kc, &vc, s->now, s->cfg, 0)) {
 		s->deleted++;
 	}
 	return 0;
