@@ -46,6 +46,29 @@ static __always_inline void ct_other_key(const struct xdpr_ct_key *k, const stru
 
 /* ----------------------------------------------------------- host counts */
 
+/*
+ * A host entry's word: count (with XDPR_HOST_DYING) and the host's address,
+ * as one __u64 (struct xdpr_host).  Hash map elements are reused at once
+ * when deleted, even while another CPU still holds a pointer from its
+ * lookup: a 32-bit CAS on the count alone can then land on another host's
+ * fresh entry (a count taken on, or an entry marked dying for, the wrong
+ * host).  With the address in the word, such a CAS fails.
+ */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_WORD(addr, n) (((__u64)(addr) << 32) | (__u32)(n))
+#define HOST_WORD_ADDR(w) ((__be32)((w) >> 32))
+#define HOST_WORD_N(w)    ((__u32)(w))
+#else
+#define HOST_WORD(addr, n) (((__u64)(__u32)(n) << 32) | (__u32)(addr))
+#define HOST_WORD_ADDR(w) ((__be32)(w))
+#define HOST_WORD_N(w)    ((__u32)((w) >> 32))
+#endif
+
+static __always_inline __u64 *host_word(struct xdpr_host *h)
+{
+	return (__u64 *)h;
+}
+
 static long host_wait_cb(__u32 i, __be32 *addr)
 {
 	struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, addr);
@@ -59,10 +82,11 @@ static __always_inline void host_wait(__be32 addr)
 }
 
 /*
- * One more session for an inside host.  The count is changed only by CAS;
- * an entry whose count reaches 0 is marked DYING and deleted, so the hosts
- * map holds hosts with sessions only.  Returns NAT_OK (taken; the count with
- * it in the scratch request's host_n), or an enum xdpr_nat_event.  Global.
+ * One more session for an inside host.  The count is changed only by CAS
+ * of the host word; the last session's release marks the entry DYING and
+ * deletes it, so the hosts map holds hosts with sessions only.  Returns
+ * NAT_OK (taken; the count with it in the scratch request's host_n), or an
+ * enum xdpr_nat_event.  Global.
  */
 __noinline int host_get(__be32 addr, __u32 limit)
 {
@@ -72,24 +96,28 @@ __noinline int host_get(__be32 addr, __u32 limit)
 		return XDPR_NE_TABLE_FULL;
 	for (int i = 0; i < HOST_TRIES; i++) {
 		struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, &addr);
+		__u64 w;
 		__u32 c;
 
 		if (!h) {
-			struct xdpr_host zero = {};
+			struct xdpr_host zero = { .addr = addr };
 			int err = bpf_map_update_elem(&xdpr_nat_hosts, &addr, &zero, BPF_NOEXIST);
 
 			if (err && err != -EEXIST)
 				return XDPR_NE_TABLE_FULL;
 			continue;
 		}
-		c = READ_ONCE_U32(h->nsess);
+		w = READ_ONCE_U64(*host_word(h));
+		if (HOST_WORD_ADDR(w) != addr)
+			continue; /* deleted and reused for another host since the lookup */
+		c = HOST_WORD_N(w);
 		if (c & XDPR_HOST_DYING) {
 			host_wait(addr); /* being deleted (the deleter is one helper call away): insert anew */
 			continue;
 		}
 		if (c >= limit)
 			return XDPR_NE_HOST_LIMIT;
-		if (__sync_val_compare_and_swap(&h->nsess, c, c + 1) == c) {
+		if (__sync_val_compare_and_swap(host_word(h), w, HOST_WORD(addr, c + 1)) == w) {
 			sc->q.host_n = c + 1;
 			return NAT_OK;
 		}
@@ -97,15 +125,34 @@ __noinline int host_get(__be32 addr, __u32 limit)
 	return XDPR_NE_BUSY;
 }
 
-static __always_inline void host_put(__be32 addr)
+/*
+ * One session fewer; the last one marks the entry DYING (never 0 and alive)
+ * and deletes it.  Global (verified once: it is called from every delete).
+ */
+__noinline int host_put(__be32 addr)
 {
-	struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, &addr);
+	for (int i = 0; i < HOST_TRIES; i++) {
+		struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, &addr);
+		__u64 w, nw;
+		__u32 c;
 
-	if (!h)
-		return;
-	if (__sync_fetch_and_add(&h->nsess, -1) == 1 &&
-	    __sync_val_compare_and_swap(&h->nsess, 0, XDPR_HOST_DYING) == 0)
-		bpf_map_delete_elem(&xdpr_nat_hosts, &addr);
+		if (!h)
+			return 0;
+		w = READ_ONCE_U64(*host_word(h));
+		if (HOST_WORD_ADDR(w) != addr)
+			continue;
+		c = HOST_WORD_N(w);
+		if (!c || (c & XDPR_HOST_DYING))
+			return 0; /* nothing counted here to give back */
+		nw = HOST_WORD(addr, c == 1 ? XDPR_HOST_DYING : c - 1);
+		if (__sync_val_compare_and_swap(host_word(h), w, nw) == w) {
+			/* only the CPU that marked it deletes it: the key still names this entry */
+			if (c == 1)
+				bpf_map_delete_elem(&xdpr_nat_hosts, &addr);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static __always_inline __u32 host_count(__be32 addr)
@@ -131,21 +178,23 @@ static __always_inline void nat_release(__be32 in_addr, __be32 out_addr, __be16 
 /*
  * Delete a session given its outbound half.  Inbound half first, so no
  * packet can be translated one way only; whoever deletes the outbound half
- * releases the references.  Returns 1 if this call removed it.
+ * releases the references.  Returns 1 if this call removed it.  okey must
+ * be a copy (stack or scratch), never a map element's key: an element can
+ * be deleted by another CPU and reused for another session at any moment.
  */
 static __always_inline int nat_sess_delete(const struct xdpr_ct_key *okey, const struct xdpr_ct_val *oval,
 					   __u64 now)
 {
-	struct xdpr_ct_key k = *okey, ik;
+	struct xdpr_ct_key ik;
 	__be32 xaddr = oval->xaddr;
 	__be16 xport = oval->xport;
 	__u32 gen = oval->bind_gen;
 
-	ct_other_key(&k, oval, &ik);
+	ct_other_key(okey, oval, &ik);
 	bpf_map_delete_elem(&xdpr_nat_ct, &ik);
-	if (bpf_map_delete_elem(&xdpr_nat_ct, &k))
+	if (bpf_map_delete_elem(&xdpr_nat_ct, okey))
 		return 0;
-	nat_release(k.saddr, xaddr, xport, k.proto, gen, now);
+	nat_release(okey->saddr, xaddr, xport, okey->proto, gen, now);
 	return 1;
 }
 
@@ -198,23 +247,44 @@ struct sweep_ctx {
 	__u32 hosts_freed;
 };
 
+/*
+ * k and v point into the element: another CPU may delete it meanwhile, and
+ * a deleted element is reused at once for the next session inserted.  So
+ * the callback works on a copy (key, value, key again: a key that changed
+ * means the element was taken for another session while being read), and
+ * deletes by the copied key what it judged, never by the element's key.
+ */
 static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_val *v,
 		     struct sweep_ctx *s)
 {
-	if (k->dir != XDPR_CT_OUT) {
+	struct xdpr_ct_key kc;
+	struct xdpr_ct_val vc;
+
+	kc = *k;
+	asm volatile("" ::: "memory");
+	vc = *v;
+	asm volatile("" ::: "memory");
+	if (READ_ONCE_U64(((__u64 *)k)[0]) != ((__u64 *)&kc)[0] ||
+	    READ_ONCE_U64(((__u64 *)k)[1]) != ((__u64 *)&kc)[1])
+		return 0;
+	if (kc.dir != XDPR_CT_OUT) {
 		struct xdpr_ct_key o;
 
-		/* a lone inbound half (its pair went in an interrupted delete) */
-		ct_other_key(k, v, &o);
-		if (!bpf_map_lookup_elem(&xdpr_nat_ct, &o) && s->now - v->last_seen > NSEC)
-			bpf_map_delete_elem(&xdpr_nat_ct, k);
+		/*
+		 * A lone inbound half (its pair went in an interrupted delete).  A
+		 * session being created has its inbound half alone for a moment, with
+		 * last_seen from a clock read after this sweep's now: not "old".
+		 */
+		ct_other_key(&kc, &vc, &o);
+		if (!bpf_map_lookup_elem(&xdpr_nat_ct, &o) && s->now > vc.last_seen + NSEC)
+			bpf_map_delete_elem(&xdpr_nat_ct, &kc);
 		return 0;
 	}
 	s->seen++;
-	if (s->op == XDPR_GC_ALL || (s->op == XDPR_GC_RULE && v->rule == s->rule)) {
-		if (nat_sess_delete(k, v, s->now))
+	if (s->op == XDPR_GC_ALL || (s->op == XDPR_GC_RULE && vc.rule == s->rule)) {
+		if (nat_sess_delete(&kc, &vc, s->now))
 			s->deleted++;
-	} else if (nat_sweep_key(k, v, s->now, s->cfg, 0)) {
+	} else if (nat_sweep_key(&kc, &vc, s->now, s->cfg, 0)) {
 		s->deleted++;
 	}
 	return 0;
@@ -228,12 +298,14 @@ static long gc_bind_cb(struct bpf_map *map, struct xdpr_bind_key *k, struct xdpr
 	return 0;
 }
 
-/* Hosts whose count is 0 (a creation that failed after counting): delete. */
+/* Hosts whose count is 0 (inserted by a creation that then failed): delete. */
 static long gc_host_cb(struct bpf_map *map, __be32 *k, struct xdpr_host *h, struct sweep_ctx *s)
 {
 	__be32 key = *k;
 
-	if (__sync_val_compare_and_swap(&h->nsess, 0, XDPR_HOST_DYING) == 0) {
+	/* the key and the word must name the same host: the entry may be reused meanwhile */
+	if (__sync_val_compare_and_swap(host_word(h), HOST_WORD(key, 0), HOST_WORD(key, XDPR_HOST_DYING)) ==
+	    HOST_WORD(key, 0)) {
 		bpf_map_delete_elem(&xdpr_nat_hosts, &key);
 		s->hosts_freed++;
 	}

@@ -270,9 +270,11 @@ struct xdpr_eim_val {
 };
 
 struct xdpr_host {
-	__u32 nsess;        /* sessions, | XDPR_HOST_DYING while the entry is deleted;
-	                       compare-and-swap, per flow */
-	__u32 pad;
+	__u32 nsess;        /* sessions, | XDPR_HOST_DYING while the entry is deleted */
+	__be32 addr;        /* the host again (= the key).  nsess and addr are one 64-bit
+	                       word, changed only by compare-and-swap (per flow): a CPU
+	                       holding a pointer to an entry that was deleted and reused
+	                       for another host sees another addr, and its CAS fails */
 };
 
 #define XDPR_HOST_DYING 0x80000000U

@@ -16,7 +16,8 @@
  *      drop, no eviction;
  *   c. churn for a few seconds with compressed timeouts, a small port range
  *      and xdpr_nat_gc running, then every table dumped: ownership and
- *      reference counts must add up;
+ *      reference counts must add up; long-lived flows set up first keep
+ *      their ports, and a busy drop needs the other CPU stopped in a run;
  *   d. the host limit recovers once a host's sessions expired, and a flush
  *      leaves no host entries.
  * Rounds of a and b start from empty NAT tables.  A thread that did not
@@ -983,33 +984,132 @@ static bool t_tuple_two_cpus(void)
 #define C_LL        8      /* long-lived flows per CPU (10.0.1.6), sent every C_LL_EVERY */
 #define C_LL_EVERY  32
 #define C_GC_EVERY  0.02   /* s between xdpr_nat_gc runs on each CPU */
+#define C_SAMPLE    64     /* churn runs between reads of this CPU's drop_nat_busy counter */
+#define C_STALL     100e-6 /* a run this long (s): longer than the shortest bounded wait of the datapath */
+#define C_SLOW      50e-6  /* after a run this long, look at busy at once: a run that gave up waiting is slow */
+#define C_MAX_SPANS 1024
 
 static double c_t0;
+static atomic_int c_ll_line;
+
+/* A stretch of time on one CPU: a long run, or a sample window in which busy moved. */
+struct c_span {
+	double t0, t1;
+	long n;                 /* busy windows: drop_nat_busy in it */
+};
 
 struct c_thread {
 	__be32 rem;             /* this CPU's remote: the same endpoints, other peers */
 	long fwd, drop, other;  /* verdicts of the churn flows */
 	long ll_moved, ll_not_fwd;    /* long-lived flows: port changed, not forwarded */
+	long ll_unset;          /* long-lived flows not forwarded before the churn began */
+	bool ll_line_late;      /* the other CPU never set up its long-lived flows */
 	__u16 ll_port[C_LL];
 	long gc_runs, gc_deleted, gc_freed;
+	long busy;              /* drop_nat_busy on this CPU while the job ran */
+	__u64 busy_last;        /* this CPU's drop_nat_busy at the last sample ... */
+	double t_sample;        /* ... taken then */
+	double longest;         /* its longest run of xdpr_main (s) */
+	long nstall, nbusyw;    /* spans noted (more may have happened: counted, not kept) */
+	struct c_span stall[C_MAX_SPANS], busyw[C_MAX_SPANS];
+	struct xdpr_slot *pc;   /* per-CPU read buffer for xdpr_stats */
 	struct frame in, out, ll_in[C_LL];
 };
 
 static __be32 c_host(int e) { return ip_n("10.0.1.0", 2 + e % C_HOSTS); }
 static __u16 c_port(int e) { return 10000 + e / C_HOSTS; }
 
+static void c_span_add(struct c_span *sp, long *n, double t0, double t1, long cnt)
+{
+	if (*n < C_MAX_SPANS)
+		sp[*n] = (struct c_span){ .t0 = t0, .t1 = t1, .n = cnt };
+	++*n;
+}
+
+/* This CPU's drop_nat_busy count (inside interface slot). */
+static __u64 c_busy_now(struct worker *w)
+{
+	struct c_thread *t = w->arg;
+	__u32 slot = 1;
+
+	if (bpf_map_lookup_elem(stats_fd, &slot, t->pc))
+		die("cannot read xdpr_stats slot 1: %s", strerror(errno));
+	return t->pc[w->cpu].reason[XDPR_DROP_NAT_BUSY].packets;
+}
+
+/* Read this CPU's busy count; a rise is noted as having happened in [t0, t1]. */
+static void c_sample(struct worker *w, double t0, double t1)
+{
+	struct c_thread *t = w->arg;
+	__u64 b = c_busy_now(w);
+
+	if (b != t->busy_last)
+		c_span_add(t->busyw, &t->nbusyw, t0, t1, b - t->busy_last);
+	t->busy_last = b;
+	t->t_sample = t1;
+}
+
+/*
+ * A run of xdpr_main, timed.  Test runs execute with bottom halves
+ * disabled: a run that takes far longer than the few microseconds a packet
+ * takes had its CPU stopped under it (by the hypervisor: vCPU steal; a
+ * pressure sweep also takes a few ms, at most once a second), and whatever
+ * it held meanwhile (an endpoint being claimed, a host entry being deleted)
+ * stayed held.  xdpr_nat_gc runs are not counted: they take milliseconds
+ * by themselves (a walk of every bucket) and hold nothing anyone waits for.
+ */
+static bool c_run(struct worker *w, const struct frame *in, struct frame *out, __u32 *v)
+{
+	struct c_thread *t = w->arg;
+	double t0 = mono(), t1;
+	bool ok = w_run(w, in, out, v);
+
+	t1 = mono();
+	if (t1 - t0 > t->longest)
+		t->longest = t1 - t0;
+	if (t1 - t0 >= C_STALL)
+		c_span_add(t->stall, &t->nstall, t0, t1, 0);
+	/* a busy drop comes from a run that waited: pin it to that run */
+	if (t1 - t0 >= C_SLOW)
+		c_sample(w, t0, t1);
+	return ok;
+}
+
 static void c_job(struct worker *w)
 {
 	struct c_thread *t = w->arg;
-	double now = mono(), next_gc = now + C_GC_EVERY * (1 + w->cpu) / 2;
+	double now = mono(), next_gc = now + C_GC_EVERY * (1 + w->cpu) / 2, deadline = now + 5;
+	__u64 busy0 = c_busy_now(w);
 	__u32 v;
 
+	t->busy_last = busy0;
+	t->t_sample = now;
+
+	/*
+	 * The long-lived flows first, on both CPUs, then the churn.  Started
+	 * together, a CPU stopped for a millisecond at the start (vCPU steal)
+	 * would find all 256 ports taken by the other CPU's churn, and its
+	 * long-lived flows would rightly get none: that is no loss of a live
+	 * session, which is what this case looks for.
+	 */
+	for (int i = 0; i < C_LL; i++)
+		if (c_run(w, &t->ll_in[i], &t->out, &v) && v == XDP_REDIRECT)
+			t->ll_port[i] = out_sport(&t->out);
+		else
+			t->ll_unset++;
+	atomic_fetch_add(&c_ll_line, 1);
+	while (atomic_load(&c_ll_line) < 2)
+		if (mono() > deadline) {
+			t->ll_line_late = true;
+			break;
+		}
+	now = mono();
 	for (long j = 0; now < c_t0 + C_SECS; j++) {
 		long base = (long)((now - c_t0) / C_STEP) * C_SHIFT;
 		int e = (base + j % C_WINDOW) % C_ENDPOINTS;
 
 		frame_in(&t->in, c_host(e), c_port(e), t->rem);
-		if (!w_run(w, &t->in, &t->out, &v))
+		if (!c_run(w, &t->in, &t->out, &v))
 			;
 		else if (v == XDP_REDIRECT)
 			t->fwd++;
@@ -1017,10 +1117,12 @@ static void c_job(struct worker *w)
 			t->drop++;
 		else
 			t->other++;
+		if (j % C_SAMPLE == 0)
+			c_sample(w, t->t_sample, mono());
 		if (j % C_LL_EVERY)
 			continue;
 		for (int i = 0; i < C_LL; i++) {
-			if (!w_run(w, &t->ll_in[i], &t->out, &v))
+			if (!c_run(w, &t->ll_in[i], &t->out, &v))
 				continue;
 			if (v != XDP_REDIRECT) {
 				t->ll_not_fwd++;
@@ -1043,6 +1145,47 @@ static void c_job(struct worker *w)
 			next_gc = now + C_GC_EVERY;
 		}
 	}
+	c_sample(w, t->t_sample, mono());
+	t->busy = t->busy_last - busy0;
+}
+
+/*
+ * drop_nat_busy is the datapath's answer when another CPU holds what a
+ * packet needs (an endpoint it is claiming, a host entry it is deleting)
+ * longer than the bounded wait.  Here that may only happen while the other
+ * CPU was stopped inside a run: every window in which a CPU's busy count
+ * moved must overlap a long run of the other CPU.  Returns the busy drops
+ * without such a cause (-1: too many windows to tell).
+ */
+static long c_busy_unexplained(const struct c_thread t[2])
+{
+	long bad = 0;
+
+	for (int c = 0; c < 2; c++) {
+		const struct c_thread *o = &t[1 - c];
+
+		if (t[c].nbusyw > C_MAX_SPANS || (t[c].nbusyw && o->nstall > C_MAX_SPANS))
+			return -1;
+		for (long i = 0; i < t[c].nbusyw; i++) {
+			const struct c_span *bw = &t[c].busyw[i];
+			const struct c_span *st = NULL;
+
+			for (long k = 0; k < o->nstall && !st; k++)
+				if (o->stall[k].t0 <= bw->t1 && o->stall[k].t1 >= bw->t0)
+					st = &o->stall[k];
+			if (st) {
+				note("CPU %d: drop_nat_busy +%ld at %.6f-%.6f s: CPU %d was in one run for "
+				     "%.3f ms then (%.6f-%.6f s)", c, bw->n, bw->t0 - c_t0,
+				     bw->t1 - c_t0, 1 - c, (st->t1 - st->t0) * 1e3, st->t0 - c_t0,
+				     st->t1 - c_t0);
+			} else {
+				note("CPU %d: drop_nat_busy +%ld at %.6f-%.6f s with no long run of CPU %d "
+				     "then", c, bw->n, bw->t0 - c_t0, bw->t1 - c_t0, 1 - c);
+				bad += bw->n;
+			}
+		}
+	}
+	return bad;
 }
 
 /* One session as dumped: its outbound half and what the tables say about it. */
@@ -1357,10 +1500,16 @@ static bool t_churn(void)
 	__u64 allowed = 1ULL << XDPR_FWD | 1ULL << XDPR_DROP_NAT_NO_PORT;
 	bool ok = true;
 	char buf[512];
+	long unexplained;
 	__u64 now;
 
 	if (!t)
 		die("out of memory");
+	for (int c = 0; c < 2; c++) {
+		t[c].pc = calloc(ncpus, sizeof(*t[c].pc));
+		if (!t[c].pc)
+			die("out of memory");
+	}
 	t[0].rem = ip(REM);
 	t[1].rem = ip(REM3);
 	for (int c = 0; c < 2; c++)
@@ -1368,6 +1517,7 @@ static bool t_churn(void)
 			frame_in(&t[c].ll_in[i], ip_n("10.0.1.0", 6), 20000 + 100 * c + i, t[c].rem);
 	fresh(1, 1, XDPR_DEF_HOST_LIMIT, C_PMIN, C_PMAX);
 	snap_take(&s0);
+	atomic_store(&c_ll_line, 0);
 	c_t0 = mono();
 	run_pair(w, c_job, &t[0], &t[1]);
 	now = coarse_ns();
@@ -1379,6 +1529,10 @@ static bool t_churn(void)
 		     "%ld port changes, %ld not redirected; gc %ld runs, %ld sessions, %ld bindings",
 		     c, w[c].runs, t[c].fwd, t[c].drop, t[c].other, t[c].ll_moved, t[c].ll_not_fwd,
 		     t[c].gc_runs, t[c].gc_deleted, t[c].gc_freed);
+	for (int c = 0; c < 2; c++)
+		note("CPU %d: longest run of xdpr_main %.3f ms, %ld runs of %.0f us or more; "
+		     "drop_nat_busy +%ld", c, t[c].longest * 1e3, t[c].nstall, C_STALL * 1e6,
+		     t[c].busy);
 	note("rule 1: sessions_new +%llu, sessions_expired +%llu, port_reused +%llu, no_port "
 	     "+%llu, port_preserved +%llu",
 	     (unsigned long long)edelta(&s0, &s1, XDPR_NE_SESS_NEW),
@@ -1391,14 +1545,35 @@ static bool t_churn(void)
 			note("FAIL CPU %d: %ld verdicts neither redirect nor drop", c, t[c].other);
 			ok = false;
 		}
+		if (t[c].ll_unset || t[c].ll_line_late) {
+			note("FAIL CPU %d: %ld of %d long-lived flows not forwarded on empty tables%s", c,
+			     t[c].ll_unset, C_LL, t[c].ll_line_late ? "; the other CPU never joined" : "");
+			ok = false;
+		}
 		if (t[c].ll_moved || t[c].ll_not_fwd) {
 			note("FAIL CPU %d: long-lived flows changed port %ld times, %ld not redirected",
 			     c, t[c].ll_moved, t[c].ll_not_fwd);
 			ok = false;
 		}
 	}
+	/* every busy drop is seen by the samples, each with a stopped other CPU */
+	if ((__u64)(t[0].busy + t[1].busy) != rdelta(&s0, &s1, XDPR_DROP_NAT_BUSY)) {
+		note("FAIL drop_nat_busy +%llu, the CPUs' samples saw %ld",
+		     (unsigned long long)rdelta(&s0, &s1, XDPR_DROP_NAT_BUSY), t[0].busy + t[1].busy);
+		ok = false;
+	}
+	unexplained = c_busy_unexplained(t);
+	if (unexplained) {
+		note("FAIL %s drop_nat_busy without the other CPU held up in a run",
+		     unexplained < 0 ? "too many windows of" : (snprintf(buf, sizeof(buf), "%ld",
+								      unexplained), buf));
+		ok = false;
+	} else {
+		allowed |= 1ULL << XDPR_DROP_NAT_BUSY;
+	}
 	if (!only_reasons(&s0, &s1, allowed, buf, sizeof(buf))) {
-		note("FAIL reasons other than fwd and drop_nat_no_port moved: %s", buf);
+		note("FAIL reasons other than fwd, drop_nat_no_port (and drop_nat_busy while the "
+		     "other CPU was stopped) moved: %s", buf);
 		ok = false;
 	}
 	/* the run must have recycled ports, or it tested nothing */
@@ -1409,6 +1584,8 @@ static bool t_churn(void)
 		ok = false;
 	}
 	ok &= c_tables_add_up(now);
+	for (int c = 0; c < 2; c++)
+		free(t[c].pc);
 	free(t);
 	return ok;
 }
