@@ -105,7 +105,8 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 	if (p->iph->ttl <= 1)
 		return XDPR_PASS_TTL;
 	pkt4_to_io(p, sizeof(struct ethhdr), io);
-	step = nat4_snat(ctx, io, egress, flags & BPF_FIB_LOOKUP_SRC ? fib->ipv4_src : 0, now);
+	pkt4_io_rules(io, out);
+	step = nat4_snat(ctx, io, flags & BPF_FIB_LOOKUP_SRC ? fib->ipv4_src : 0, now);
 	if (step == STEP_NAT_CREATE)
 		step = nat4_create(ctx, io);
 	pkt4_from_io(p, io);
@@ -275,7 +276,7 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 			if (r2 == STEP_HAIRPIN) {
 				__be32 saddr = iph->saddr;
 
-				r2 = nat4_snat(ctx, &io, io.hp_ifindex, io.hp_addr, now);
+				r2 = nat4_snat(ctx, &io, io.hp_addr, now);
 				if (r2 == STEP_NAT_CREATE)
 					r2 = nat4_create(ctx, &io);
 				pkt4_from_io(&p, &io);

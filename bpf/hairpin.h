@@ -12,13 +12,14 @@
 #include "nat.h"
 
 /*
- * Returns STEP_HAIRPIN (io->hp_* set), STEP_NEXT (not a binding), or an
+ * Returns STEP_HAIRPIN (io->hp_*, io->out_rules set), STEP_NEXT (not a binding), or an
  * xdpr_reason (filtered).  Global: verified once, its own stack.
  */
 __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 {
 	struct xdpr_bind_key bk = {};
 	struct pkt4 pk, *p = &pk;
+	struct xdpr_iface *out;
 	struct xdpr_nat_rule *r;
 	struct xdpr_bind *b;
 	__u32 rid, ifindex;
@@ -38,7 +39,8 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 	if (!r)
 		return STEP_NEXT;
 	ifindex = r->ifindex;
-	if (!bpf_map_lookup_elem(&xdpr_ifaces, &ifindex))
+	out = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
+	if (!out)
 		return STEP_NEXT;
 	/*
 	 * Filtering first, so a refused packet goes to the kernel untouched:
@@ -64,7 +66,7 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 			return XDPR_PASS_NAT_FILTERED;
 		}
 	}
-	io->hp_ifindex = ifindex;
+	pkt4_io_rules(io, out);
 	io->hp_addr = bk.out_addr; /* the masquerade address the FIB would give */
 	io->hp_rule = rid;
 	return STEP_HAIRPIN;

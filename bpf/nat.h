@@ -170,18 +170,17 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 }
 
 /*
- * Outbound: the packet leaves through out (an interface with NAT rules).
- * Finds the rule for its source, then the session (or creates it), and
- * rewrites the source.  fib_src is the masquerade address the FIB gave
+ * Outbound: the packet leaves through an interface with NAT rules (copied
+ * into io->out_rules by the caller, which looked the interface up).  Finds
+ * the rule for its source, then the session (or creates it), and rewrites
+ * the source.  fib_src is the masquerade address the FIB gave
  * (0 if none).  Returns STEP_NEXT to go on, STEP_NAT_CREATE (the request for a new
  * session is in the scratch: nat4_create), or an xdpr_reason (drops are
  * counted per rule too).
  */
-__noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_ifindex, __be32 fib_src,
-			 __u64 now)
+__noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src, __u64 now)
 {
 	struct xdpr_nat_rule *r = NULL;
-	struct xdpr_iface *out;
 	struct nat_scratch *sc;
 	struct xdpr_cfg *cfg;
 	struct nat_req *q;
@@ -195,16 +194,15 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_ifind
 	if (!ctx || !io || pkt4_view(ctx, io, p))
 		return STEP_NEXT;
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
-	out = bpf_map_lookup_elem(&xdpr_ifaces, &out_ifindex);
-	if (!cfg || !out)
+	if (!cfg)
 		return STEP_NEXT;
 	saddr = p->iph->saddr;
 	for (int i = 0; i < XDPR_NAT_IF_RULES; i++) {
 		__u32 id;
 
-		if (i >= out->nrules)
+		if (i >= io->out_nrules)
 			break;
-		id = out->rules[i];
+		id = io->out_rules[i];
 		r = bpf_map_lookup_elem(&xdpr_nat_rules, &id);
 		if (r && r->ifindex && (saddr & r->src_mask) == r->src_net) {
 			rid = id;

@@ -10,6 +10,7 @@
 #include <linux/in.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_endian.h>
+#include "xdpr_shared.h"
 
 struct cursor {
 	void *pos;
@@ -131,8 +132,10 @@ struct pkt4_io {
 	__u8 reversed;
 	__be16 orig_dport; /* as it arrived, before an inbound translation */
 	__be32 orig_daddr;
-	__u32 hp_ifindex;  /* hairpin: the binding's interface, address and rule */
-	__be32 hp_addr;
+	__u8 out_nrules;   /* source NAT: the egress interface's rules (struct xdpr_iface), */
+	__u8 out_rules[XDPR_NAT_IF_RULES]; /* copied by whoever looked it up */
+	__u8 pad[3];
+	__be32 hp_addr;    /* hairpin: the binding's address and rule */
 	__u32 hp_rule;
 	__s32 fib_rc;      /* route map: the FIB's answer for the next hop, */
 	__be32 fib_dst;    /* the next hop it asked about */
@@ -151,6 +154,13 @@ static __always_inline void pkt4_to_io(const struct pkt4 *p, __u16 l3, struct pk
 	io->frag = p->frag;
 	io->icmp_err = p->icmp_err;
 	io->reversed = p->reversed;
+}
+
+/* The egress interface's NAT rules, for nat4_snat (which takes no pointers). */
+static __always_inline void pkt4_io_rules(struct pkt4_io *io, const struct xdpr_iface *out)
+{
+	io->out_nrules = out->nrules;
+	__builtin_memcpy(io->out_rules, out->rules, sizeof(io->out_rules));
 }
 
 /* Back from a global function: what it may have changed. */
