@@ -22,6 +22,7 @@
 #include "stats.h"
 #include "fwd4.h"
 #include "fwd6.h"
+#include "filter_maps.h"
 
 static __always_inline int l2_for_us(const struct ethhdr *eth, const struct xdpr_iface *in)
 {

@@ -95,6 +95,15 @@ enum xdpr_reason {
 	XDPR_TX_ICMP_FRAG,       /* fragmentation needed (PMTUD through the NAT)   */
 	XDPR_TX_ICMP_TTL,        /* time exceeded                                  */
 
+	/* the filter (bpf/filter.h), forwarded traffic only */
+	XDPR_DROP_FILTER,        /* a drop rule matched                            */
+	XDPR_DROP_FILTER_POLICY, /* no rule matched, policy drop                   */
+	XDPR_DROP_FILTER_HDR,    /* cannot be classified: first fragment without
+	                            its transport header, IPv6 header chain too long */
+	XDPR_DROP_FILTER_REJECT_LIMIT, /* a reject rule matched, answer over its rate */
+	XDPR_TX_FILTER_REJECT,   /* a reject rule matched: TCP RST or ICMP
+	                            administratively prohibited sent back (XDP_TX) */
+
 	XDPR_REASON_MAX
 };
 
@@ -113,7 +122,8 @@ static inline int xdpr_reason_verdict(int reason)
 {
 	if (reason == XDPR_FWD)
 		return 4; /* XDP_REDIRECT */
-	if (reason >= XDPR_TX_ICMP_FRAG && reason < XDPR_REASON_MAX)
+	if ((reason >= XDPR_TX_ICMP_FRAG && reason <= XDPR_TX_ICMP_TTL) ||
+	    reason == XDPR_TX_FILTER_REJECT)
 		return 3; /* XDP_TX */
 	if (reason >= XDPR_DROP_SHORT && reason < XDPR_REASON_MAX)
 		return 1; /* XDP_DROP */
@@ -134,6 +144,17 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_MAP_HOSTS   "xdpr_nat_hosts"
 #define XDPR_MAP_RING    "xdpr_nat_ring"
 #define XDPR_PROG_GC     "xdpr_nat_gc"
+#define XDPR_MAP_FLT_WORD "xdpr_flt_word"
+#define XDPR_MAP_FLT_DESC "xdpr_flt_desc"
+#define XDPR_MAP_FLT_VAL  "xdpr_flt_val"
+#define XDPR_MAP_FLT_LPM4 "xdpr_flt_lpm4"
+#define XDPR_MAP_FLT_LPM6 "xdpr_flt_lpm6"
+#define XDPR_MAP_FLT_IF   "xdpr_flt_if"
+#define XDPR_MAP_FLT_RULE "xdpr_flt_rule"
+#define XDPR_MAP_FLT_HDR  "xdpr_flt_hdr"
+#define XDPR_MAP_FLT_STATS "xdpr_flt_stats"
+#define XDPR_MAP_FLOWS    "xdpr_flt_flows"
+#define XDPR_PROG_FLT_GC  "xdpr_flt_gc"
 
 /* ---- source NAT (IPv4) ---- */
 
@@ -169,6 +190,7 @@ enum xdpr_cfg_flags {
 	XDPR_CFG_NAT     = 1 << 0, /* at least one NAT rule exists */
 	XDPR_CFG_FIB_SRC = 1 << 1, /* kernel supports BPF_FIB_LOOKUP_SRC */
 	XDPR_CFG_ROUTES  = 1 << 2, /* the route map has routes */
+	XDPR_CFG_FILTER  = 1 << 3, /* the filter has rules or policy drop: forwarded packets meet it */
 };
 
 /* xdpr_cfg[0]: router-wide settings. */
@@ -182,7 +204,8 @@ struct xdpr_cfg {
 	__u32 host_limit;       /* sessions per inside host (RFC 6888) */
 	__u32 next_rule;        /* userspace: rule ids are handed out round robin */
 	__u32 rt_slot;          /* live route table: xdpr_rtdir/xdpr_rtrec slot 0 or 1 */
-	__u32 pad[7];
+	__u32 flt_slot;         /* live filter: slot 0 or 1 of the xdpr_flt_* maps */
+	__u32 pad[6];
 };
 
 #define XDPR_DEF_TCP_EST   7440
@@ -381,6 +404,168 @@ struct xdpr_rtnh {
 	__u32 pad;          /* array elements are 8-byte aligned: say so */
 };
 
+/* ---- filter (forwarded traffic; bpf/filter.h, loader/filter.c) ----
+ *
+ * A first-match rule list compiled into a bit-vector classifier.  Rule
+ * position p (0 = first) is bit p%64 of word p/64 of a rule bitmap.  Each
+ * of the XDPR_FF_MAX fields maps a packet's value to a descriptor: the set
+ * of rules that constrain that field and accept that value (S).  The rules
+ * that do not constrain the field at all (W_f) are one dense bitmap per
+ * field.  A packet matches the rules in  AND over f of (W_f | S_f(value)),
+ * and the first of them decides; none: the policy.
+ *
+ * Storage per slot (two slots, switched by xdpr_cfg.flt_slot like routes):
+ *   xdpr_flt_word  u64 array.  Words 0 .. XDPR_FF_MAX*XDPR_FLT_WORDS-1 are
+ *                  W_f dense: word w of W_f at f*XDPR_FLT_WORDS + w.
+ *                  Then the stored (non-zero) words of every S descriptor.
+ *   xdpr_flt_desc  struct xdpr_flt_desc array.  Entry f < XDPR_FF_MAX
+ *                  summarises W_f (summ only; its words are dense as above).
+ *                  Entry XDPR_FLT_DESC_EMPTY is all zero (no rule).  Others: S sets.
+ *   xdpr_flt_val   u32 array of XDPR_FV_MAX descriptor ids: ports, protocol,
+ *                  state (XDPR_FV_*).
+ *   xdpr_flt_lpm4/6 LPM tries: struct xdpr_flt_lpm4/6 -> u32 descriptor id
+ *                  for the address fields (src, dst); no match: EMPTY.
+ *   xdpr_flt_if    hash struct xdpr_flt_ifkey -> u32 descriptor id; none: EMPTY.
+ *   xdpr_flt_rule  struct xdpr_flt_rule array, by position.
+ *   xdpr_flt_hdr   plain array of 2 struct xdpr_flt_hdr, one per slot.
+ *
+ * Word w of an S descriptor d:  i = w / 64, b = w % 64;
+ *   (d.summ[i] >> b) & 1 ?  word[d.base + d.rank[i] + popcount(d.summ[i] & ((1 << b) - 1))] : 0
+ * Candidate words: bit w of  AND over f of (desc[f].summ | desc[S_f].summ).
+ *
+ * A packet's field values: TCP/UDP ports in SPORT/DPORT; ICMP and ICMPv6
+ * type in SPORT and code in DPORT; every other protocol, and later
+ * fragments, 0 and 0 (rules with ports or types always name their protocol,
+ * so these never meet).  PROTO: (IPv6 ? 256 : 0) + IP protocol (IPv6: the
+ * transport header's, after extension headers).  STATE: enum xdpr_flt_state.
+ * IN/OUT: ifindex of the ingress / egress interface.
+ */
+#define XDPR_FLT_MAX_RULES  32768
+#define XDPR_FLT_WORDS      (XDPR_FLT_MAX_RULES / 64)  /* 512 words of 64 rules */
+#define XDPR_FLT_SUMM       (XDPR_FLT_WORDS / 64)      /* 8 summary words */
+#define XDPR_FLT_FLOWS      262144  /* flow states of forwarded non-NAT flows (LRU) */
+#define XDPR_FLT_IDS        (XDPR_FLT_MAX_RULES + 1)   /* counter ids: 0 = the policy */
+#define XDPR_FLT_LPM_MAX    262144  /* prefixes per family (rules and set members) */
+#define XDPR_MAX_IFACES_FLT 1024    /* interfaces rules can name, each direction */
+
+enum xdpr_flt_field {
+	XDPR_FF_SRC = 0,
+	XDPR_FF_DST,
+	XDPR_FF_SPORT,
+	XDPR_FF_DPORT,
+	XDPR_FF_PROTO,
+	XDPR_FF_IN,
+	XDPR_FF_OUT,
+	XDPR_FF_STATE,
+	XDPR_FF_MAX
+};
+#define XDPR_FLT_DESC_EMPTY XDPR_FF_MAX /* descriptor of a value no rule names */
+
+#define XDPR_FV_SPORT  0
+#define XDPR_FV_DPORT  65536
+#define XDPR_FV_PROTO  131072   /* + (IPv6 ? 256 : 0) + protocol */
+#define XDPR_FV_STATE  131584   /* + enum xdpr_flt_state */
+#define XDPR_FV_MAX    131588
+
+/* Connection state of a packet, as a rule's "state" word names it. */
+enum xdpr_flt_state {
+	XDPR_FS_NEW = 0,     /* no state; may start a flow (TCP SYN or bare ACK: picked up),
+	                        UDP, ICMP echo request, other protocols */
+	XDPR_FS_ESTABLISHED, /* a flow with state (filter flow, NAT session), either direction */
+	XDPR_FS_RELATED,     /* ICMP error quoting a flow with state */
+	XDPR_FS_INVALID,     /* no state and cannot start one (SYN+ACK, FIN, RST, echo reply,
+	                        ICMP error about nothing known) */
+	XDPR_FS_MAX
+};
+
+enum xdpr_flt_action {
+	XDPR_FLT_ACCEPT = 1,
+	XDPR_FLT_DROP   = 2,
+	XDPR_FLT_REJECT = 3, /* TCP: RST; others: ICMP / ICMPv6 administratively prohibited */
+};
+
+enum xdpr_flt_hdr_flags {
+	/* some rule names state established or related: packets with state are
+	   classified like any other (as an nft chain sees them); otherwise they
+	   pass on their state without meeting the rules */
+	XDPR_FLT_SEE_EST = 1 << 0,
+};
+
+struct xdpr_flt_desc {
+	__u64 summ[XDPR_FLT_SUMM];  /* bit b of summ[i]: word 64*i+b of the set is stored */
+	__u16 rank[XDPR_FLT_SUMM];  /* words stored for summ[0..i-1] */
+	__u32 base;                 /* first stored word in xdpr_flt_word */
+	__u32 pad;
+};
+
+struct xdpr_flt_rule {
+	__u32 id;           /* counter index in xdpr_flt_stats (1..XDPR_FLT_MAX_RULES) */
+	__u8 action;        /* enum xdpr_flt_action */
+	__u8 pad[3];
+};
+
+struct xdpr_flt_hdr {
+	__u32 nrules;       /* rules in this slot (bits 0..nrules-1) */
+	__u8 policy;        /* XDPR_FLT_ACCEPT or XDPR_FLT_DROP */
+	__u8 flags;         /* enum xdpr_flt_hdr_flags */
+	__u16 pad;
+	__u32 gen;          /* incremented by every change (userspace) */
+	__u32 pad2;
+};
+
+/* LPM keys: prefixlen counts the field byte's 8 bits plus the prefix's. */
+struct xdpr_flt_lpm4 {
+	__u32 prefixlen;
+	__u8 field;         /* XDPR_FF_SRC or XDPR_FF_DST */
+	__u8 addr[4];
+	__u8 pad[3];
+};
+
+struct xdpr_flt_lpm6 {
+	__u32 prefixlen;
+	__u8 field;
+	__u8 addr[16];
+	__u8 pad[3];
+};
+
+struct xdpr_flt_ifkey {
+	__u32 ifindex;
+	__u32 field;        /* XDPR_FF_IN or XDPR_FF_OUT */
+};
+
+/*
+ * Flow state of a forwarded flow that no NAT session tracks, in
+ * xdpr_flt_flows (LRU hash): one entry for both directions, keyed by the
+ * endpoints in canonical order (lower address, then port, first).
+ */
+struct xdpr_flow_key {
+	__u8 a[16];         /* IPv4: first 4 bytes, the rest zero */
+	__u8 b[16];
+	__be16 pa;          /* port of a (ICMP echo: the identifier on both sides) */
+	__be16 pb;
+	__u8 proto;
+	__u8 family;        /* 4 or 6 */
+	__u16 pad;
+};
+
+struct xdpr_flow {
+	__u64 last_seen;    /* ns, coarse monotonic; refreshed at most once a second */
+	__u64 created;
+	__u32 rule;         /* id of the rule that accepted its first packet (0: policy) */
+	__u8 state;         /* enum xdpr_ct_state bits; OUT = from the originator */
+	__u8 orig_b;        /* 1: the originator is endpoint b */
+	__u16 in_if;        /* low bits of the originator's ingress ifindex (diagnostics) */
+	__u64 pad;
+};
+
+/* xdpr_filter_gc program input/output (first bytes of the test-run frame). */
+struct xdpr_flt_gc_cmd {
+	__u32 op;           /* enum xdpr_gc_op: EXPIRED or ALL */
+	__u32 deleted;      /* out */
+	__u32 seen;         /* out */
+	__u32 pad;
+};
+
 /* xdpr_nat_gc program input (first bytes of the test-run frame) and output. */
 enum xdpr_gc_op { XDPR_GC_EXPIRED = 0, XDPR_GC_ALL = 1, XDPR_GC_RULE = 2 };
 
@@ -411,5 +596,11 @@ _Static_assert(XDPR_NAT_IF_RULES <= 255 && XDPR_NAT_MAX_RULES <= 256, "rule ids 
 _Static_assert(sizeof(struct xdpr_ctr) == 16, "xdpr_ctr layout");
 _Static_assert(sizeof(struct xdpr_slot) == 16 * XDPR_REASON_MAX, "xdpr_slot layout");
 _Static_assert(XDPR_REASON_MAX <= 64, "reason set fits a u64 mask");
+_Static_assert(sizeof(struct xdpr_flt_desc) == 88, "xdpr_flt_desc layout");
+_Static_assert(sizeof(struct xdpr_flt_rule) == 8 && sizeof(struct xdpr_flt_hdr) == 16, "filter records");
+_Static_assert(sizeof(struct xdpr_flt_lpm4) == 12 && sizeof(struct xdpr_flt_lpm6) == 24, "filter LPM keys");
+_Static_assert(sizeof(struct xdpr_flow_key) == 40 && sizeof(struct xdpr_flow) == 32, "flow state");
+_Static_assert(sizeof(struct xdpr_flt_gc_cmd) == 16, "xdpr_flt_gc_cmd layout");
+_Static_assert(XDPR_FLT_WORDS % 64 == 0, "summary words cover whole rule words");
 
 #endif /* XDPR_SHARED_H */

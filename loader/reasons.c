@@ -46,6 +46,11 @@ static const struct {
 	[XDPR_DROP_NAT_BUSY]         = { "drop_nat_busy",    "NAT: another CPU held the mapping being created too long" },
 	[XDPR_TX_ICMP_FRAG]          = { "tx_icmp_frag",     "NAT: fragmentation needed sent back from XDP (PMTUD to an inside host)" },
 	[XDPR_TX_ICMP_TTL]           = { "tx_icmp_ttl",      "NAT: time exceeded sent back from XDP (packet to an inside host)" },
+	[XDPR_DROP_FILTER]           = { "drop_filter",      "filter: a drop rule matched" },
+	[XDPR_DROP_FILTER_POLICY]    = { "drop_filter_policy", "filter: no rule matched, policy drop" },
+	[XDPR_DROP_FILTER_HDR]       = { "drop_filter_hdr",  "filter: cannot be classified (tiny first fragment, IPv6 header chain too long)" },
+	[XDPR_DROP_FILTER_REJECT_LIMIT] = { "drop_filter_reject_limit", "filter: a reject rule matched, answer over its rate limit" },
+	[XDPR_TX_FILTER_REJECT]      = { "tx_filter_reject", "filter: a reject rule matched, TCP RST or ICMP prohibited sent back" },
 };
 
 const char *xdpr_reason_name(int r)
