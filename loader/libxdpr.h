@@ -243,8 +243,9 @@ struct xdpr_nf_report {
  * too), nftables ingress/egress chains of devs, iptables-legacy and
  * ip6tables-legacy FORWARD chains in the tables already loaded.  A chain
  * counts when it has a rule or a policy other than accept.  Changes
- * nothing, loads no module.  Returns how many were found (0: none), or
- * -errno with x->err (a ruleset that cannot be read is an error, never a pass).
+ * nothing, creates no iptables table.  Returns how many were found (0:
+ * none), or -errno with x->err (a ruleset that cannot be read is an error,
+ * never a pass).
  */
 int xdpr_nf_check(struct xdpr *x, char *const *devs, int n, struct xdpr_nf_report *r);
 

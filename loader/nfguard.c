@@ -11,7 +11,9 @@
  *     with a rule or a policy other than accept; iptables-nft creates such
  *     tables, so its FORWARD chains are found here too.  Read with
  *     libnftables ("list ruleset" in its JSON schema, libnftables-json(5))
- *     and jansson.
+ *     and jansson.  A kernel without netfilter's netlink interface has no
+ *     nftables rules; on a modular kernel, reading may load nf_tables, as
+ *     `nft list ruleset` does.
  *   - netdev (ingress, egress) and inet (ingress) base chains of the devices
  *     named, likewise.  libnftables 1.0.6 (Debian 12) leaves a chain's
  *     devices out of its JSON listing: a chain whose devices are not
@@ -30,7 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <linux/netlink.h>
 #include <linux/capability.h>
 #include "libxdpr.h"
 /* after libxdpr.h: <linux/if.h> (from ip_tables.h) must follow <net/if.h> */
@@ -200,6 +204,20 @@ static bool net_admin(void)
 	return d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32));
 }
 
+/*
+ * 1 when the kernel has netfilter's netlink interface (nftables' way in);
+ * 0 when it has none (no module either): then there is no nftables rule.
+ */
+static int nfnetlink_present(void)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+
+	if (fd < 0)
+		return errno == EPROTONOSUPPORT ? 0 : -errno;
+	close(fd);
+	return 1;
+}
+
 static int check_nft(struct xdpr *x, char *const *devs, int n, struct xdpr_nf_report *r)
 {
 	struct nft_ctx *ctx;
@@ -211,6 +229,10 @@ static int check_nft(struct xdpr *x, char *const *devs, int n, struct xdpr_nf_re
 	if (!net_admin())
 		return nf_err(x, -EPERM, "cannot read the nftables ruleset: %s (CAP_NET_ADMIN needed)",
 			      strerror(EPERM));
+	err = nfnetlink_present();
+	if (err <= 0)
+		return err ? nf_err(x, err, "cannot read the nftables ruleset: %s", strerror(-err)) : 0;
+	err = 0;
 	ctx = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx)
 		return nf_err(x, -ENOMEM, "cannot read the nftables ruleset: libnftables failed to start");
