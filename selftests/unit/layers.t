@@ -5,7 +5,7 @@
 # symbols only from objects of a lower layer; a call back up (a cycle)
 # fails here, naming the symbol.
 cd "$(dirname "$0")/../.." || exit 1
-B=build/loader
+B=${BUILD:-build}/loader
 declare -A layer=([netdev]=0 [reasons]=0 [core]=1 [rtindex]=2 [nat]=2 [route]=3 [loader]=4)
 declare -A owner
 n=0 rc=0
