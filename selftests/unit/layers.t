@@ -6,7 +6,7 @@
 # fails here, naming the symbol.
 cd "$(dirname "$0")/../.." || exit 1
 B=${BUILD:-build}/loader
-declare -A layer=([netdev]=0 [reasons]=0 [core]=1 [rtindex]=2 [nat]=2 [route]=3 [loader]=4)
+declare -A layer=([netdev]=0 [reasons]=0 [core]=1 [rtindex]=2 [nat]=2 [route]=3 [filter]=3 [loader]=4)
 declare -A owner
 n=0 rc=0
 command -v nm >/dev/null || { echo "1..0 # SKIP nm not installed"; exit 0; }
