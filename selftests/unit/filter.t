@@ -38,34 +38,35 @@ n=$(grep -c '^\(not \)\?ok' /tmp/xdpr-filter.$$)
 echo "1..$((n + ${#cases[@]} * 2 + 3))"
 cat /tmp/xdpr-filter.$$; rm -f /tmp/xdpr-filter.$$
 i=$n
+# tap STATUS DESC WHY: one TAP line, a pass when STATUS is 0 (else WHY is shown).
+tap() {
+	i=$((i + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $i - $2"
+	else
+		echo "not ok $i - $2: $3"
+		rc=1
+	fi
+}
 for c in "${cases[@]}"; do
 	IFS='|' read -r code msg args <<< "$c"
 	# shellcheck disable=SC2086 # the arguments are words
 	err=$($X $args 2>&1 >/dev/null); got=$?
-	i=$((i + 1))
-	[ "$got" = "$code" ] && echo "ok $i - xdpr $args: exit $code" ||
-		{ echo "not ok $i - xdpr $args: exit $got, expected $code"; rc=1; }
-	i=$((i + 1))
+	[ "$got" = "$code" ]
+	tap $? "xdpr $args: exit $code" "exit $got"
 	last=$(printf '%s\n' "$err" | grep '^Error: ')
-	if [ "$(printf '%s\n' "$err" | grep -c '^Error: ')" = 1 ] && [[ "$last" == "Error: $msg"* ]]; then
-		echo "ok $i - xdpr $args: one error line naming the problem"
-	else
-		echo "not ok $i - xdpr $args: stderr was: $err"; rc=1
-	fi
+	[ "$(printf '%s\n' "$err" | grep -c '^Error: ')" = 1 ] && [[ "$last" == "Error: $msg"* ]]
+	tap $? "xdpr $args: one error line naming the problem" "stderr was: $err"
 done
 # a bad line in a load file: named, exit 2, before any router is looked for
 tmp=$(mktemp); printf 'drop\n# c\n\nproto tcp dport 1-99999 accept\n' > "$tmp"
 err=$($X filter load "$tmp" 2>&1 >/dev/null); got=$?
 rm -f "$tmp"
-i=$((i + 1))
-[ "$got" = 2 ] && [[ "$err" == 'Error: line 4: invalid dport "1-99999"'* ]] &&
-	echo "ok $i - filter load: a bad line is named (line 4), exit 2" ||
-	{ echo "not ok $i - filter load bad line: exit $got: $err"; rc=1; }
+[ "$got" = 2 ] && [[ "$err" == 'Error: line 4: invalid dport "1-99999"'* ]]
+tap $? "filter load: a bad line is named (line 4), exit 2" "exit $got: $err"
 err=$(printf 'drop extra\n' | $X filter load - 2>&1 >/dev/null); got=$?
-i=$((i + 1))
-[ "$got" = 2 ] && [[ "$err" == 'Error: line 1: unexpected "extra" after "drop"'* ]] &&
-	echo "ok $i - filter load -: reads standard input" ||
-	{ echo "not ok $i - filter load -: exit $got: $err"; rc=1; }
-i=$((i + 1)); $X filter help 2>&1 | grep -q 'RULE := \[in DEV\]' && $X help | grep -q 'filter {' &&
-	echo "ok $i - help shows the filter grammar" || { echo "not ok $i - filter help"; rc=1; }
-exit $rc
+[ "$got" = 2 ] && [[ "$err" == 'Error: line 1: unexpected "extra" after "drop"'* ]]
+tap $? "filter load -: reads standard input" "exit $got: $err"
+$X filter help 2>&1 | grep -q 'RULE := \[in DEV\]' && $X help | grep -q 'filter {'
+tap $? "help shows the filter grammar" "not found"
+exit "$rc"
