@@ -247,6 +247,9 @@ int xdpr_flt_encode(const struct xdpr_flt_list *l, void **buf, size_t *len)
 			put(&b, s->m[k].addr, alen(s->m[k].family));
 		}
 	}
+	/* zeros up to the next 8 bytes, not counted: the map holds whole 8-byte words */
+	put(&b, "\0\0\0\0\0\0\0", 7);
+	b.len -= 7;
 	if (b.err) {
 		free(b.p);
 		return b.err;
@@ -997,7 +1000,8 @@ static __u64 page_up(__u64 b)
 static __u64 image_memory(const struct xdpr_flt_image *img)
 {
 	return page_up(img->nword * sizeof(__u64)) + page_up(img->ndesc * sizeof(*img->desc)) +
-	       page_up((__u64)XDPR_FV_MAX * sizeof(__u32)) + page_up(img->nrule * sizeof(*img->rule)) +
+	       page_up((__u64)XDPR_FV_MAX * 8) /* u32 values, 8-byte elements */ +
+	       page_up(img->nrule * sizeof(*img->rule)) +
 	       (img->nlpm4 + img->nlpm6) * 140 + img->nif * 96;
 }
 
@@ -1401,17 +1405,26 @@ int xdpr_flt_get(struct xdpr *x, struct xdpr_flt_list *l)
 	return live_list(x, &c, l);
 }
 
-/* Copy len bytes into a fresh mmap-able array map. */
-static int fill_map(int fd, const void *src, size_t len)
+/*
+ * n values of size bytes into a fresh mmap-able array map.  The kernel
+ * keeps array elements 8-byte aligned: a smaller value (xdpr_flt_val's
+ * u32s) takes 8 bytes of the mapping.
+ */
+static int fill_map(int fd, const void *src, size_t n, size_t size)
 {
-	void *m;
+	size_t stride = (size + 7) & ~(size_t)7, len = n * stride;
+	__u8 *m;
 
 	if (!len)
 		return 0;
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
-	memcpy(m, src, len);
+	if (stride == size)
+		memcpy(m, src, len);
+	else
+		for (size_t i = 0; i < n; i++)
+			memcpy(m + i * stride, (const __u8 *)src + i * size, size);
 	munmap(m, len);
 	return 0;
 }
@@ -1456,15 +1469,15 @@ static int make_slot(struct xdpr *x, const struct xdpr_flt_image *img, const voi
 		seterr(x, "cannot create the filter's stored rules: %s", strerror(-err));
 		goto out;
 	}
-	err = fill_map(fd[XDPR_FI_WORD], img->word, img->nword * sizeof(*img->word));
+	err = fill_map(fd[XDPR_FI_WORD], img->word, img->nword, sizeof(*img->word));
 	if (!err)
-		err = fill_map(fd[XDPR_FI_DESC], img->desc, img->ndesc * sizeof(*img->desc));
+		err = fill_map(fd[XDPR_FI_DESC], img->desc, img->ndesc, sizeof(*img->desc));
 	if (!err)
-		err = fill_map(fd[XDPR_FI_VAL], img->val, XDPR_FV_MAX * sizeof(*img->val));
+		err = fill_map(fd[XDPR_FI_VAL], img->val, XDPR_FV_MAX, sizeof(*img->val));
 	if (!err)
-		err = fill_map(fd[XDPR_FI_RULE], img->rule, img->nrule * sizeof(*img->rule));
+		err = fill_map(fd[XDPR_FI_RULE], img->rule, img->nrule, sizeof(*img->rule));
 	if (!err)
-		err = fill_map(fd[XDPR_FI_MAPS], blob, bloblen);
+		err = fill_map(fd[XDPR_FI_MAPS], blob, (bloblen + 7) / 8, 8);
 	if (!err)
 		err = fill_keyed(fd[XDPR_FI_LPM4], img->lpm4, sizeof(*img->lpm4), img->lpm4_val, img->nlpm4);
 	if (!err)

@@ -375,7 +375,7 @@ struct xdpr_flt_image {
  */
 int xdpr_flt_compile(struct xdpr_flt_list *l, struct xdpr_flt_image *img, char *err, size_t len);
 void xdpr_flt_image_free(struct xdpr_flt_image *img);
-/* The list as the control map stores it (*buf malloc'd, *len bytes), and back. */
+/* The list as the control map stores it (*buf malloc'd, *len bytes, zeros after to 8), and back. */
 int xdpr_flt_encode(const struct xdpr_flt_list *l, void **buf, size_t *len);
 int xdpr_flt_decode(const void *buf, size_t len, struct xdpr_flt_list *l);
 
