@@ -38,6 +38,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_FLT_LPM4] = XDPR_MAP_FLT_LPM4, [XM_FLT_LPM6] = XDPR_MAP_FLT_LPM6,
 	[XM_FLT_IF] = XDPR_MAP_FLT_IF,     [XM_FLT_HDR] = XDPR_MAP_FLT_HDR,
 	[XM_FLT_STATS] = XDPR_MAP_FLT_STATS, [XM_FLOWS] = XDPR_MAP_FLOWS,
+	[XM_FLT_FRAGS] = XDPR_MAP_FRAGS,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 };
 

@@ -1267,7 +1267,7 @@ static int ctl_map(struct xdpr *x)
  */
 static int bind_prog(struct xdpr *x, int prog_fd)
 {
-	for (int m = XM_FLT_WORD; m <= XM_FLOWS; m++)
+	for (int m = XM_FLT_WORD; m <= XM_FLT_FRAGS; m++)
 		if (x->fd[m] >= 0 && bpf_prog_bind_map(prog_fd, x->fd[m], NULL))
 			return -errno;
 	if (x->fd[XM_FLT_CTL] >= 0 && bpf_prog_bind_map(prog_fd, x->fd[XM_FLT_CTL], NULL))
