@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * filter.c - xdpr filter { show | add | insert | delete | flush | policy | load }
+ * filter.c - xdpr filter { show | add | insert | delete | flows | flush | policy | load }
  *            and xdpr set { show | add | delete | flush }.
  *
  * Commands are found by prefix in a table (the first one the word starts,
@@ -470,6 +470,7 @@ static int filter_help(int argc, char **argv)
 		"       xdpr filter policy { accept | drop }\n"
 		"       xdpr filter load { FILE | - }  (one RULE a line; # comments; all or nothing)\n"
 		"       xdpr filter show\n"
+		"       xdpr filter flows [flush]     (flow states of accepted flows; flush: delete them all)\n"
 		"RULE := [in DEV] [out DEV] [src ADDR] [dst ADDR] [proto PROTO]\n"
 		"        [sport PORT[-PORT]] [dport PORT[-PORT]] [icmp-type N] [icmp-code N]\n"
 		"        [state STATE[,STATE...]] { accept | drop | reject }\n"
@@ -690,7 +691,7 @@ static int filter_show(int argc, char **argv)
 	static char text[512];
 	struct xdpr_ctr *ctr = NULL;
 	struct xdpr_flt_list l;
-	__u64 flows = 0;
+	__u64 flows = 0, expired = 0;
 	int ret, ncpu = 0;
 
 	(void)argv;
@@ -700,7 +701,7 @@ static int filter_show(int argc, char **argv)
 		return ret;
 	if (xdpr_flt_get(&x, &l))
 		return done(&x, -1);
-	if (xdpr_flt_counters(&x, &ctr, &ncpu) || xdpr_flt_flows(&x, &flows)) {
+	if (xdpr_flt_counters(&x, &ctr, &ncpu) || xdpr_flt_flows(&x, &flows, &expired)) {
 		xdpr_flt_list_free(&l);
 		free(ctr);
 		return done(&x, -1);
@@ -735,6 +736,7 @@ static int filter_show(int argc, char **argv)
 	}
 	out_u64("flows", "flows %llu", flows);
 	out_u64("flows_max", " of %llu", XDPR_FLT_FLOWS);
+	out_u64("flows_expired", expired ? " (and %llu expired)" : NULL, expired);
 	out_u64("nrules", ", rules %llu", l.n);
 	out_u64("rules_max", " of %llu", XDPR_FLT_MAX_RULES);
 	out_u64("memory", NULL, l.info.memory);
@@ -760,12 +762,42 @@ static int filter_show(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* flows [flush]: the flow states accepted flows hold, or delete them all. */
+static int filter_flows(int argc, char **argv)
+{
+	static struct xdpr x;
+	struct xdpr_flt_gc_cmd res = {};
+	__u64 live = 0, expired = 0;
+	bool flush = argc == 1 && !strcmp(argv[0], "flush");
+	int ret;
+
+	if (argc && !flush)
+		return fail(EXIT_USAGE, "expected \"filter flows [flush]\"");
+	if ((ret = open_router(&x, flush ? XDPR_O_LOCK : 0)))
+		return ret;
+	if (flush ? xdpr_flt_flows_flush(&x, &res) : xdpr_flt_flows(&x, &live, &expired))
+		return done(&x, -1);
+	out_obj_open(NULL);
+	if (flush) {
+		out_u64("removed", "flows removed: %llu", res.deleted);
+		out_u64("seen", " of %llu\n", res.seen);
+	} else {
+		out_u64("flows", "flows %llu", live);
+		out_u64("expired", " (and %llu expired, reused or swept later)", expired);
+		out_u64("flows_max", " of %llu\n", XDPR_FLT_FLOWS);
+	}
+	out_obj_close();
+	out_flush_doc();
+	return done(&x, 0);
+}
+
 int do_filter(int argc, char **argv)
 {
 	static const struct cmd cmds[] = {
 		{ "show", filter_show },     { "list", filter_show },   { "add", filter_add },
-		{ "insert", filter_insert }, { "delete", filter_del },  { "flush", filter_flush },
-		{ "policy", filter_policy }, { "load", filter_load },   { "help", filter_help },
+		{ "insert", filter_insert }, { "delete", filter_del },  { "flows", filter_flows },
+		{ "flush", filter_flush },   { "policy", filter_policy }, { "load", filter_load },
+		{ "help", filter_help },
 	};
 
 	return dispatch("filter", cmds, sizeof(cmds) / sizeof(cmds[0]), argc, argv);

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -2131,51 +2132,64 @@ int xdpr_flt_counters(struct xdpr *x, struct xdpr_ctr **out, int *ncpu)
 	return 0;
 }
 
-int xdpr_flt_flows(struct xdpr *x, __u64 *n)
+int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired)
 {
 	enum { CHUNK = 4096 };
 	LIBBPF_OPTS(bpf_map_batch_opts, o);
-	struct xdpr_flow_key *keys = calloc(CHUNK, sizeof(*keys)), cur;
+	struct xdpr_flow_key *keys = calloc(CHUNK, sizeof(*keys));
 	struct xdpr_flow *vals = calloc(CHUNK, sizeof(*vals));
+	struct timespec ts;
+	struct xdpr_cfg c;
 	__u32 batch = 0, cnt;
 	void *in = NULL;
-	int err = 0;
+	__u64 now;
+	int err;
 
-	*n = 0;
+	*live = *expired = 0;
+	err = xdpr_cfg_get(x, &c);
+	if (err)
+		goto out;
 	if (!keys || !vals) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (;;) {
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	/* batches, bucket by bucket: each entry once while the packet path changes others */
+	for (bool last = false; !last;) {
 		cnt = CHUNK;
 		if (bpf_map_lookup_batch(x->fd[XM_FLOWS], in, &batch, keys, vals, &cnt, &o)) {
-			if (errno == ENOENT) {
-				*n += cnt;
+			if (errno != ENOENT) {
+				err = -errno;
 				break;
 			}
-			err = -errno;
-			break;
+			last = true;
 		}
-		*n += cnt;
-		in = &batch;
-	}
-	if (err == -EINVAL || err == -ENOTSUPP || err == -EOPNOTSUPP) {
-		/* no batches: walk the keys */
-		void *prev = NULL;
+		for (__u32 i = 0; i < cnt; i++) {
+			/* the datapath's test (bpf/filter.h flow_expired) */
+			bool old = now > vals[i].last_seen &&
+				   now - vals[i].last_seen > xdpr_nat_timeout_ns(&c, keys[i].proto, vals[i].state);
 
-		err = 0;
-		*n = 0;
-		while (!bpf_map_get_next_key(x->fd[XM_FLOWS], prev, &cur)) {
-			(*n)++;
-			keys[0] = cur;
-			prev = &keys[0];
+			*expired += old;
+			*live += !old;
 		}
+		in = &batch;
 	}
 out:
 	free(keys);
 	free(vals);
 	if (err)
 		seterr(x, "cannot count flows: %s", strerror(-err));
+	return err;
+}
+
+int xdpr_flt_flows_flush(struct xdpr *x, struct xdpr_flt_gc_cmd *res)
+{
+	struct xdpr_flt_gc_cmd cmd[4] = { { .op = XDPR_GC_ALL } }; /* >= ETH_HLEN of input */
+	int err = xdpr_run_prog(x, XDPR_PROG_FLT_GC, cmd, sizeof(cmd), 0);
+
+	if (!err)
+		*res = cmd[0];
 	return err;
 }
 

@@ -329,10 +329,13 @@ int xdpr_set_del(struct xdpr *x, const char *name, const struct xdpr_flt_member 
 int xdpr_set_flush(struct xdpr *x, const char *name);
 /*
  * Rule counters of every id: *out (malloc'd) holds XDPR_FLT_IDS * *ncpu
- * entries, [id * ncpu + cpu].  Flows: entries of the flow table.
+ * entries, [id * ncpu + cpu].
  */
 int xdpr_flt_counters(struct xdpr *x, struct xdpr_ctr **out, int *ncpu);
-int xdpr_flt_flows(struct xdpr *x, __u64 *n);
+/* Flow states: live, and expired ones not yet reused or swept. */
+int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired);
+/* Delete every flow state (the xdpr_flt_gc program, XDPR_GC_ALL): res says how many. */
+int xdpr_flt_flows_flush(struct xdpr *x, struct xdpr_flt_gc_cmd *res);
 /*
  * After interfaces were attached or detached (loader.c): bind the filter's
  * maps to the program on every interface, and recompile a filter that has

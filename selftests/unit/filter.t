@@ -28,6 +28,7 @@ cases=(
 	"2|expected \"filter load { FILE |filter load"
 	"2|\"filter flush\" takes no arguments|filter flush all"
 	"2|\"filter show\" takes no arguments|filter show 1"
+	"2|expected \"filter flows [flush]\"|filter flows bogus"
 	"2|\"set add\" needs a set name and at least one prefix|set add blk"
 	"2|invalid set name \"a/b\"|set add a/b 10.0.0.0/8"
 	"2|host bits set in \"192.0.2.1/24\"|set add blk 192.0.2.1/24"
