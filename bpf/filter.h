@@ -65,7 +65,7 @@ struct flt_pkt {
 	__u8 nat;           /* 1: a NAT session is about to be this flow's state */
 	__u8 nokey;         /* 1: no ports to key a flow by (a later fragment) */
 	__u8 icmp_err;      /* an ICMP / ICMPv6 error */
-	__u8 pad;
+	__u8 frag;          /* IPv4: a fragment; frag_key says which */
 	__u32 bytes;        /* frame length, for the rule counters */
 	__u8 keyed;         /* flt_track: key holds this packet's flow (a new one gets state) */
 	__u8 from_a;        /* flt_track: the packet comes from key's endpoint a */
@@ -81,6 +81,8 @@ struct flt_pkt {
 	struct xdpr_flt_lpm4 k4;
 	struct xdpr_flt_lpm6 k6;
 	struct xdpr_flow nv;
+	struct xdpr_frag_key frag_key;
+	__u32 pad4;
 };
 
 struct {
@@ -459,9 +461,16 @@ __noinline int filter_run(struct xdp_md *ctx)
 	hdr = bpf_map_lookup_elem(&xdpr_flt_hdr, &slot);
 	if (!hdr)
 		return XDPR_DROP_FILTER_POLICY;
+	if (fp->frag && fp->nokey) {
+		/* a later fragment: what its first fragment got (no ports to judge by) */
+		__u64 *t = bpf_map_lookup_elem(&xdpr_flt_frags, &fp->frag_key);
+
+		if (t && now - *t < XDPR_FLT_FRAG_NS)
+			return STEP_NEXT;
+	}
 	state = flt_track(fp, hdr->flags & XDPR_FLT_SEE_EST, now);
 	if (state == FLT_PASS)
-		return STEP_NEXT;
+		goto accept;
 	if (hdr->nrules)
 		pos = flt_classify(ctx, slot, fp, state);
 	if (pos == -2)
@@ -484,6 +493,9 @@ __noinline int filter_run(struct xdp_md *ctx)
 		if (hdr->policy != XDPR_FLT_ACCEPT)
 			return XDPR_DROP_FILTER_POLICY;
 	}
+accept:
+	if (fp->frag && !fp->nokey)
+		bpf_map_update_elem(&xdpr_flt_frags, &fp->frag_key, &now, BPF_ANY);
 	if (fp->keyed && state == XDPR_FS_NEW) {
 		struct xdpr_flow *v = &fp->nv;
 
@@ -560,6 +572,13 @@ __noinline int filter4_view(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_if
 	fp->out_if = out_if;
 	fp->nat = nat;
 	fp->bytes = (long)ctx->data_end - (long)ctx->data;
+	if (p->frag) {
+		fp->frag = 1;
+		fp->frag_key.saddr = p->iph->saddr;
+		fp->frag_key.daddr = p->iph->daddr;
+		fp->frag_key.id = p->iph->id;
+		fp->frag_key.proto = p->iph->protocol;
+	}
 	if (!p->l4) {
 		fp->nokey = 1; /* a later fragment: portless */
 		return STEP_NEXT;
@@ -642,17 +661,18 @@ __noinline int filter6_view(struct xdp_md *ctx, __u32 l4off, __u32 proto, __u32 
 
 /*
  * The transport header of an IPv6 packet behind its extension headers (at
- * most 8): *proto and the offset from the frame start (0: a later fragment,
- * no transport header), or -1 when the chain is cut short or too long.
+ * most 8): proto << 16 | its offset from the frame start (offset 0: a later
+ * fragment, no transport header), or -1 when the chain is cut short or too
+ * long.  Global: its many paths end here, once.
  */
-static __always_inline int ip6_l4(struct xdp_md *ctx, __u8 *proto, __u32 *l4off)
+__noinline int ip6_l4(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
 	__u8 nh;
 	void *pos;
 
-	if ((void *)(ip6h + 1) > end)
+	if (!ctx || (void *)(ip6h + 1) > end)
 		return -1;
 	nh = ip6h->nexthdr;
 	pos = ip6h + 1;
@@ -663,20 +683,14 @@ static __always_inline int ip6_l4(struct xdp_md *ctx, __u8 *proto, __u32 *l4off)
 
 		if (pos - data > 1000)
 			return -1;
-		if (nh != 0 && nh != 43 && nh != 60 && nh != 44 && nh != 51) {
-			*proto = nh;
-			*l4off = pos - data;
-			return 0;
-		}
+		if (nh != 0 && nh != 43 && nh != 60 && nh != 44 && nh != 51)
+			return (__u32)nh << 16 | (__u32)(pos - data);
 		if ((void *)(h + 8) > end)
 			return -1;
 		if (nh == 44) {
 			/* fragment header: offset != 0 means no transport header here */
-			if ((bpf_ntohs(*(__be16 *)(h + 2)) & 0xfff8) != 0) {
-				*proto = h[0];
-				*l4off = 0;
-				return 0;
-			}
+			if ((bpf_ntohs(*(__be16 *)(h + 2)) & 0xfff8) != 0)
+				return (__u32)h[0] << 16;
 			len = 8;
 		} else if (nh == 51) {
 			len = (h[1] + 2) * 4;

@@ -121,8 +121,14 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 	}
 	if (ip6_martian(ip6h))
 		return XDPR_PASS_MARTIAN;
-	if (flt && ip6_l4(ctx, &l4proto, &l4off))
-		return XDPR_DROP_FILTER_HDR;
+	if (flt) {
+		int l4 = ip6_l4(ctx);
+
+		if (l4 < 0)
+			return XDPR_DROP_FILTER_HDR;
+		l4proto = l4 >> 16;
+		l4off = l4 & 0xffff;
+	}
 
 	parse_ports(c, ip6h->nexthdr, &ports);
 	__builtin_memset(fib, 0, sizeof(*fib));
