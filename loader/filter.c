@@ -1941,13 +1941,32 @@ static struct xdpr_flt_member *sorted(const struct xdpr_flt_member *m, size_t n,
 	return s;
 }
 
+/* The members sorted into *out (malloc'd): 0, or -errno with x->err (one given twice). */
+static int sorted_once(struct xdpr *x, const struct xdpr_flt_member *m, size_t n, struct xdpr_flt_member **out)
+{
+	size_t dup;
+	char p[64];
+
+	*out = sorted(m, n, &dup);
+	if (!*out) {
+		seterr(x, "out of memory");
+		return -ENOMEM;
+	}
+	if (dup < n) {
+		fmt_member((*out)[dup].family, (*out)[dup].addr, (*out)[dup].plen, p, sizeof(p));
+		seterr(x, "%s is given twice", p);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 int xdpr_set_add(struct xdpr *x, const char *name, const struct xdpr_flt_member *m, size_t n)
 {
 	struct xdpr_flt_list live, nl;
 	struct xdpr_flt_member *add = NULL, *merged = NULL;
 	struct xdpr_flt_set *s;
 	struct xdpr_cfg c;
-	size_t dup, k = 0, i = 0, j = 0;
+	size_t k = 0, i = 0, j = 0;
 	char p[64];
 	int err = set_args(x, name, m, n);
 
@@ -1956,18 +1975,9 @@ int xdpr_set_add(struct xdpr *x, const char *name, const struct xdpr_flt_member 
 	err = begin(x, &c, &live, &nl, 0);
 	if (err)
 		return err;
-	add = sorted(m, n, &dup);
-	if (!add) {
-		seterr(x, "out of memory");
-		err = -ENOMEM;
+	err = sorted_once(x, m, n, &add);
+	if (err)
 		goto out;
-	}
-	if (dup < n) {
-		fmt_member(add[dup].family, add[dup].addr, add[dup].plen, p, sizeof(p));
-		seterr(x, "%s is given twice", p);
-		err = -EEXIST;
-		goto out;
-	}
 	s = xdpr_flt_set_find(&nl, name);
 	if (!s) {
 		if (nl.nsets >= XDPR_FLT_MAX_SETS) {
@@ -2041,7 +2051,7 @@ int xdpr_set_del(struct xdpr *x, const char *name, const struct xdpr_flt_member 
 	struct xdpr_flt_member *del = NULL;
 	struct xdpr_flt_set *s;
 	struct xdpr_cfg c;
-	size_t dup, k = 0, j = 0;
+	size_t k = 0, j = 0;
 	char p[64], users[128];
 	int err = set_args(x, name, m, n);
 
@@ -2067,18 +2077,9 @@ int xdpr_set_del(struct xdpr *x, const char *name, const struct xdpr_flt_member 
 		nl.nsets--;
 		goto out;
 	}
-	del = sorted(m, n, &dup);
-	if (!del) {
-		seterr(x, "out of memory");
-		err = -ENOMEM;
+	err = sorted_once(x, m, n, &del);
+	if (err)
 		goto out;
-	}
-	if (dup < n) {
-		fmt_member(del[dup].family, del[dup].addr, del[dup].plen, p, sizeof(p));
-		seterr(x, "%s is given twice", p);
-		err = -EEXIST;
-		goto out;
-	}
 	for (size_t i = 0; i < s->n; i++) {
 		int d = j < n ? member_cmp(&s->m[i], &del[j]) : -1;
 
