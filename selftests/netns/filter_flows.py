@@ -52,17 +52,25 @@ FAM = {
         dst=[("172.16.0.0/13", "r1"), ("198.51.100.0/24", "r1"),
              ("172.24.0.0/13", "r3"), ("203.0.113.0/24", "r3")],
         noise_src="100.64.0.0/10", noise_dst="198.18.0.0/15",
-        icmp="icmp", icmp_num=1, echo=8, itypes=[8, 0, 3, 11, 8]),
+        icmp="icmp", icmp_num=1, itypes=[8, 0, 3, 11, 13, 8],
+        # ICMP flows: (type, code, weight); echo request/reply carry an id
+        icmp_kinds=[(8, 0, 65), (0, 0, 15), (3, 3, 5), (3, 1, 5), (13, 0, 10)],
+        echo=(8, 0), errors=(3, 11)),
     6: dict(
         bits=128,
         src=["2001:db8:10::/48", "2001:db8:11:aa00::/56", "fd00:1::/32", "2001:db8:12::5:0/112"],
         dst=[("2001:db8:100::/40", "r1"), ("2001:db8:300::/48", "r1"),
              ("2001:db8:200::/40", "r3"), ("2001:db8:400::/48", "r3")],
         noise_src="2001:db8:f000::/36", noise_dst="2001:db8:e000::/36",
-        icmp="icmpv6", icmp_num=58, echo=128, itypes=[128, 129, 1, 3, 128]),
+        icmp="icmpv6", icmp_num=58, itypes=[128, 129, 1, 3, 128],
+        icmp_kinds=[(128, 0, 70), (129, 0, 15), (1, 4, 10), (1, 0, 5)],
+        echo=(128, 129), errors=(1, 3)),
 }
 PROTO_NUM = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
 INS, OUTS = ["r0", "r2"], ["r1", "r3"]
+# TCP flags of the corpus's segments: SYN and bare ACK may start a flow, the
+# rest have no state (the rules see them all, as a stateless nft chain does)
+TCP_FLAGS = [("S", 60), ("A", 15), ("SA", 8), ("R", 5), ("FA", 5), ("PA", 5), ("RA", 2)]
 PORTS = [1, 2, 22, 53, 80, 443, 1023, 1024, 1025, 5201, 8080, 32767, 32768, 49152, 65534, 65535]
 
 
@@ -297,6 +305,12 @@ class Gen:
             if rule.get(k):
                 lo, hi = rule[k]
                 f[k] = r.choice([lo, hi, r.randint(lo, hi)])
+        if rule.get("itype") is not None:
+            f["itype"] = rule["itype"]
+        if rule.get("icode") is not None:
+            f["icode"] = rule["icode"]
+        elif f.get("itype") is not None:
+            f["icode"] = r.choice([0, 0, 1, 3, 4])
         if r.random() < 0.5:
             # miss by one field, at its edge
             ks = [k for k in ("in", "out", "src", "dst", "proto", "sport", "dport", "itype")
@@ -320,6 +334,8 @@ class Gen:
                             f[k] = a
                 elif k == "proto":
                     f["proto"] = r.choice([p for p in (6, 17, F["icmp_num"], 47) if p != f["proto"]])
+                elif k == "itype":
+                    f["itype"] = r.choice([t for t in F["itypes"] if t != rule["itype"]])
                 elif k in ("sport", "dport") and f["proto"] in (6, 17):
                     lo, hi = rule[k]
                     e = r.choice([lo - 1, hi + 1])
@@ -336,21 +352,28 @@ class Gen:
             f.setdefault("sport", r.randint(1, 65535))
             f.setdefault("dport", r.randint(1, 65535))
             if f["proto"] == 6:
-                f["flags"] = "S" if r.random() < 0.8 else "A"
-            key = (f["src"], f["dst"], f["proto"], f["sport"], f["dport"])
+                f["flags"] = pick(r, TCP_FLAGS)
+            f.pop("itype", None)
+            f.pop("icode", None)
         else:
             f.pop("sport", None)
             f.pop("dport", None)
             if f["proto"] == F["icmp_num"]:
-                f["itype"], f["icode"] = F["echo"], 0
+                if f.get("itype") is None:
+                    f["itype"], f["icode"] = pick(r, [((t, c), w) for t, c, w in F["icmp_kinds"]])
+                f.setdefault("icode", 0)
                 f["icmp_id"] = r.randrange(1, 65536)
-                key = (f["src"], f["dst"], f["proto"], f["icmp_id"])
+                if f["itype"] in F["errors"]:
+                    # an error quoting a UDP datagram from dst to src: no flow has state for it
+                    f["quote"] = (r.randint(1024, 65535), r.randint(1024, 65535))
             else:
-                key = (f["src"], f["dst"], f["proto"], self.next_id)
-        if key in self.used:
-            return None
-        self.used.add(key)
+                f.pop("itype", None)
+                f.pop("icode", None)
         f["id"] = self.next_id
+        keys = [wire_key(f)] + state_keys(f)
+        if any(k in self.used for k in keys):
+            return None
+        self.used.update(keys)
         self.next_id += 1
         # the model's view of ports: ICMP type/code, other protocols 0
         f.setdefault("sport", f.get("itype", 0))
@@ -393,6 +416,39 @@ class Gen:
         return out
 
 
+def pick(r, weighted):
+    return r.choices([v for v, _ in weighted], [w for _, w in weighted])[0]
+
+
+def wire_key(f):
+    """What identifies a flow's packet on the wire: TCP/UDP ports, an ICMP
+    echo's id, else the IPv4 id / IPv6 flow label (the flow's number)."""
+    if f["proto"] in (6, 17):
+        return (f["src"], f["dst"], f["proto"], f["sport"], f["dport"])
+    if f["proto"] in (1, 58) and f.get("itype") in FAM[f["family"]]["echo"]:
+        return (f["src"], f["dst"], f["proto"], "echo", f["icmp_id"])
+    return (f["src"], f["dst"], f["proto"], "id", f["id"] & (0xffff if f["family"] == 4 else 0xfffff))
+
+
+def state_keys(f):
+    """The flow states xdpr could give this packet (one per endpoint pair,
+    protocol and ports, ICMP echo: the id on both sides; portless
+    protocols and other ICMP: ports 0), and for an ICMP error the state of
+    the packet it quotes, which in the forward direction is a UDP flow from
+    src to dst.  No two flows of a run share one: every flow is new to xdpr."""
+    a, b = sorted([f["src"], f["dst"]])
+    if f["proto"] in (6, 17):
+        k = [(a, b, f["proto"]) + tuple(sorted([(f["src"], f["sport"]), (f["dst"], f["dport"])]))]
+    elif f["proto"] in (1, 58) and f.get("itype") in FAM[f["family"]]["echo"]:
+        k = [(a, b, f["proto"], "echo", f["icmp_id"])]
+    else:
+        k = [(a, b, f["proto"], "portless")]
+    if f.get("quote"):
+        q = {"sport": f["quote"][1], "dport": f["quote"][0], "proto": 17}
+        k += state_keys(dict(f, quote=None, **q))
+    return k
+
+
 def write_round(d, rules, policy, corpus):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "rules.txt"), "w") as fh:
@@ -427,7 +483,8 @@ def cmd_send(corpus, *ifmac):
     import logging
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
     import time
-    from scapy.all import conf, Ether, IP, IPv6, TCP, UDP, ICMP, ICMPv6EchoRequest, Raw
+    from scapy.all import conf, Ether, IP, IPv6, TCP, UDP, ICMP, Raw
+    from scapy.all import ICMPv6EchoRequest, ICMPv6EchoReply, ICMPv6DestUnreach
     macs = dict(a.split("=", 1) for a in ifmac)
     socks, own = {}, {}
     for dev in ("c0", "c2"):
@@ -446,14 +503,23 @@ def cmd_send(corpus, *ifmac):
             l3 = IPv6(src=f["src"], dst=f["dst"], hlim=64, fl=f["id"] & 0xfffff)
         if f["proto"] == 6:
             l4 = TCP(sport=f["sport"], dport=f["dport"], flags=f["flags"], seq=f["id"],
-                     ack=0 if f["flags"] == "S" else 1000 + f["id"], window=1024)
+                     ack=0 if "A" not in f["flags"] else 1000 + f["id"], window=1024)
             payload = Raw(b"")
         elif f["proto"] == 17:
             l4 = UDP(sport=f["sport"], dport=f["dport"])
         elif f["proto"] == 1:
-            l4 = ICMP(type=8, code=0, id=f["icmp_id"], seq=1)
+            l4 = ICMP(type=f["itype"], code=f["icode"], id=f["icmp_id"], seq=1)
+            if f.get("quote"):
+                l4 = ICMP(type=f["itype"], code=f["icode"]) / IP(src=f["dst"], dst=f["src"], ttl=60) / \
+                    UDP(sport=f["quote"][0], dport=f["quote"][1])
         elif f["proto"] == 58:
-            l4 = ICMPv6EchoRequest(id=f["icmp_id"], seq=1)
+            if f.get("quote"):
+                l4 = ICMPv6DestUnreach(type=f["itype"], code=f["icode"]) / IPv6(src=f["dst"], dst=f["src"], hlim=60) / \
+                    UDP(sport=f["quote"][0], dport=f["quote"][1])
+            elif f["itype"] == 128:
+                l4 = ICMPv6EchoRequest(id=f["icmp_id"], seq=1)
+            else:
+                l4 = ICMPv6EchoReply(id=f["icmp_id"], seq=1)
         else:
             if f["family"] == 4:
                 l3.proto = f["proto"]
@@ -484,19 +550,11 @@ def cmd_packet(dev, dst_mac, count, expr):
 def cmd_seen(corpus, *ifcap):
     import logging
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
-    from scapy.all import PcapReader, IP, IPv6, TCP, UDP, ICMP, ICMPv6EchoRequest
+    from scapy.all import PcapReader, IP, IPv6, TCP, UDP, ICMP, ICMPv6EchoRequest, ICMPv6EchoReply
     flows = json.load(open(corpus))
     fam = flows[0]["family"] if flows else 4
     F = FAM[fam]
-    idx = {}
-    for f in flows:
-        if f["proto"] in (6, 17):
-            k = (f["src"], f["dst"], f["proto"], f["sport"], f["dport"])
-        elif f["proto"] == F["icmp_num"]:
-            k = (f["src"], f["dst"], f["proto"], f["icmp_id"])
-        else:
-            k = (f["src"], f["dst"], f["proto"], f["id"])
-        idx[k] = f
+    idx = {wire_key(f): f for f in flows}
     seen, bad = {}, []
     for a in ifcap:
         dev, path = a.split("=", 1)
@@ -509,15 +567,17 @@ def cmd_seen(corpus, *ifcap):
                 continue
             if not in_any(ipaddress.ip_address(ip.src), F["src"]):
                 continue      # not from the corpus's sources (neighbour discovery, ...)
+            w = {"family": fam, "src": ip.src, "dst": ip.dst, "proto": proto,
+                 "id": ip.id if fam == 4 else ip.fl}
             if proto in (6, 17) and (TCP in p or UDP in p):
                 l4 = p[TCP] if TCP in p else p[UDP]
-                k = (ip.src, ip.dst, proto, l4.sport, l4.dport)
+                w.update(sport=l4.sport, dport=l4.dport)
             elif proto == 1 and ICMP in p:
-                k = (ip.src, ip.dst, proto, p[ICMP].id)
-            elif proto == 58 and ICMPv6EchoRequest in p:
-                k = (ip.src, ip.dst, proto, p[ICMPv6EchoRequest].id)
-            else:
-                k = (ip.src, ip.dst, proto, (ip.id if fam == 4 else ip.fl))
+                w.update(itype=p[ICMP].type, icmp_id=p[ICMP].id)
+            elif proto == 58 and (ICMPv6EchoRequest in p or ICMPv6EchoReply in p):
+                e = p[ICMPv6EchoRequest] if ICMPv6EchoRequest in p else p[ICMPv6EchoReply]
+                w.update(itype=e.type, icmp_id=e.id)
+            k = wire_key(w)
             f = idx.get(k)
             if not f:
                 bad.append("%s: frame of no flow: %s" % (dev, p.summary()))
@@ -541,6 +601,8 @@ def flow_text(f):
             s += " flags %s" % f["flags"]
     elif f.get("itype") is not None:
         s += " type %d code %d id %d" % (f["itype"], f["icode"], f["icmp_id"])
+        if f.get("quote"):
+            s += " quoting udp %s:%d -> %s:%d" % (f["dst"], f["quote"][0], f["src"], f["quote"][1])
     return s
 
 
