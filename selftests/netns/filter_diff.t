@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # filter_diff.t - xdpr's filter against nftables as the oracle.  Random
 # first-match rule sets (src/dst prefixes of every length, /0 to /32 and
-# /128; single ports and ranges with their bounds; tcp, udp, icmp, icmpv6 and
-# protocol numbers; icmp-type/code; in/out interfaces; accept and drop; both
-# policies) are loaded (a) as an nft forward chain with xdpr not attached,
+# /128, and sets of them, overlapping, some with a member of the other
+# family; prefixes of the other family, which never match; single ports and
+# ranges with their bounds; tcp, udp, icmp, icmpv6 and protocol numbers;
+# icmp-type/code; in/out interfaces; accept and drop; both policies) are loaded (a) as an nft forward chain with xdpr not attached,
 # the kernel forwarding, and (b) with `xdpr filter load` on the attached
 # router.  The same corpus of one-packet flows (TCP SYNs and bare ACKs, UDP
 # datagrams, ICMP echo requests, GRE) goes from C through R to S, and the
@@ -112,6 +113,10 @@ for r in "${ROUND_LIST[@]}"; do
 	n=$(nflows "$r")
 	policy=$(cat "$W/$r/policy")
 	read -r _ want_acc _ want_drop _ want_pol _ <<<"$("$FLT_PY" "$FLT_FLOWS" model "$W/$r")"
+	while read -r name members; do
+		# shellcheck disable=SC2086 # the members are words
+		ok "$r (xdpr): set add $name $members" xdpr set add "$name" $members
+	done <"$W/$r/sets.txt"
 	ok "$r (xdpr): filter policy $policy" xdpr filter policy "$policy"
 	t0=$(now_ms)
 	T_CLI_TIMEOUT=300 ok "$r (xdpr): filter load of $(grep -c . "$W/$r/rules.txt") rules" \

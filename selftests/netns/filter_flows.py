@@ -91,13 +91,18 @@ def proto_of(p):
     return PROTO_NUM[p] if p in PROTO_NUM else int(p)
 
 
+def members(r, k):
+    """The prefixes a rule's src or dst names: one, or a set's members."""
+    return r[k + "_set"] if r[k].startswith("@") else [r[k]]
+
+
 def matches(r, f):
     if r.get("in") and r["in"] != f["in"]:
         return False
     if r.get("out") and r["out"] != f["out"]:
         return False
     for k in ("src", "dst"):
-        if r.get(k) and ipaddress.ip_address(f[k]) not in net(r[k]):
+        if r.get(k) and not any(ipaddress.ip_address(f[k]) in net(m) for m in members(r, k)):
             return False
     if r.get("proto") is not None and proto_of(r["proto"]) != f["proto"]:
         return False
@@ -142,7 +147,7 @@ def xdpr_words(r):
     return " ".join(w + [r["action"]])
 
 
-def nft_words(r):
+def nft_words(r, fam):
     w = []
     if r.get("in"):
         w.append('iifname "%s"' % r["in"])
@@ -150,7 +155,13 @@ def nft_words(r):
         w.append('oifname "%s"' % r["out"])
     for k, n in (("src", "saddr"), ("dst", "daddr")):
         if r.get(k):
-            w.append("%s %s %s" % ("ip" if net(r[k]).version == 4 else "ip6", n, r[k]))
+            # the members of the corpus's family; if none, the others (they never match)
+            ms = [m for m in members(r, k) if net(m).version == fam] or members(r, k)
+            sel = "ip" if net(ms[0]).version == 4 else "ip6"
+            if r[k].startswith("@"):
+                w.append("%s %s { %s }" % (sel, n, ", ".join(ms)))
+            else:
+                w.append("%s %s %s" % (sel, n, ms[0]))
     p = proto_of(r.get("proto"))
     if p is not None:
         w.append("meta l4proto %d" % p)
@@ -164,10 +175,10 @@ def nft_words(r):
     return " ".join(w + ["counter", r["action"]])
 
 
-def nft_script(rules, policy):
+def nft_script(rules, policy, fam):
     out = ["table inet xdpr_diff {", "\tchain oracle {",
            "\t\ttype filter hook forward priority filter; policy %s;" % policy]
-    out += ["\t\t" + nft_words(r) for r in rules]
+    out += ["\t\t" + nft_words(r, fam) for r in rules]
     out += ["\t}", "}"]
     return "\n".join(out) + "\n"
 
@@ -227,6 +238,27 @@ class Gen:
         hi = r.choice([lo + 1, min(65535, lo + r.randint(1, 100)), r.randint(lo + 1, 65535), 65535])
         return (lo, hi)
 
+    def make_sets(self, tag):
+        """0-3 sets of 1-8 prefixes around the pools' addresses (overlaps
+        allowed), one in five with a member of the other family."""
+        r, other = self.rnd, FAM[10 - self.fam]
+        self.sets = {}
+        for i in range(r.randint(0, 3)):
+            ms = {self.prefix_of(r.choice(self.src_pool + self.dst_pool), self.plen() or self.plen())
+                  for _ in range(r.randint(1, 8))}
+            if r.random() < 0.2:
+                n = net(r.choice(other["src"] + [d for d, _ in other["dst"]]))
+                ms.add(str(n))
+            self.sets["f%d_%s_%d" % (self.fam, tag, i)] = sorted(ms)
+
+    def addr_field(self, x, k, pool):
+        r = self.rnd
+        if self.sets and r.random() < 0.15:
+            name = r.choice(sorted(self.sets))
+            x[k], x[k + "_set"] = "@" + name, self.sets[name]
+        else:
+            x[k] = self.prefix_of(r.choice(pool), self.plen())
+
     def rule(self):
         r, F = self.rnd, self.F
         x = {}
@@ -235,9 +267,9 @@ class Gen:
         if r.random() < 0.2:
             x["out"] = r.choice(OUTS)
         if r.random() < 0.45:
-            x["src"] = self.prefix_of(r.choice(self.src_pool), self.plen())
+            self.addr_field(x, "src", self.src_pool)
         if r.random() < 0.45:
-            x["dst"] = self.prefix_of(r.choice(self.dst_pool), self.plen())
+            self.addr_field(x, "dst", self.dst_pool)
         u = r.random()
         if u < 0.3:
             x["proto"] = "tcp"
@@ -258,9 +290,22 @@ class Gen:
             if r.random() < 0.2:
                 x["icode"] = r.choice([0, 0, 1])
         # few broad rules (catch-alls, protocol only): they end the list's meaning
-        narrow = [k for k in x if k not in ("src", "dst") or net(x[k]).prefixlen]
+        narrow = [k for k in x if not k.endswith("_set") and
+                  (k not in ("src", "dst") or x[k].startswith("@") or net(x[k]).prefixlen)]
         if not narrow or (len(narrow) < 2 and r.random() < 0.8):
             return self.rule()
+        if r.random() < 0.08 and x.get("proto") not in ("icmp", "icmpv6"):
+            # a prefix of the other family: the rule never matches this corpus
+            k = r.choice(["src", "dst"])
+            o = 10 - self.fam
+            n = net(r.choice(FAM[o]["src"] + [d for d, _ in FAM[o]["dst"]]))
+            x[k] = str(ipaddress.ip_network("%s/%d" % (n[r.randrange(n.num_addresses)],
+                                                        r.choice([0, n.prefixlen, FAM[o]["bits"]])),
+                                            strict=False))
+            x.pop(k + "_set", None)
+            other = "dst" if k == "src" else "src"
+            if x.get(other) and not x[other].startswith("@"):
+                del x[other]
         x["action"] = "accept" if r.random() < 0.5 else "drop"
         return x
 
@@ -287,7 +332,10 @@ class Gen:
                 f[k] = rule[k]
         for k in ("src", "dst"):
             if rule.get(k):
-                n = net(rule[k])
+                ms = [net(m) for m in members(rule, k) if net(m).version == self.fam]
+                if not ms:
+                    continue
+                n = r.choice(ms)
                 cands = [a for a in (self.src_pool if k == "src" else self.dst_pool)
                          if ipaddress.ip_address(a) in n]
                 if r.random() < 0.5 or not cands:
@@ -321,7 +369,8 @@ class Gen:
                     f["in"] = INS[1 - INS.index(rule["in"])]
                 elif k == "out":
                     f["out"] = OUTS[1 - OUTS.index(rule["out"])]
-                elif k in ("src", "dst"):
+                elif k in ("src", "dst") and not rule[k].startswith("@") and \
+                        net(rule[k]).version == self.fam:
                     # flip the last prefix bit (a miss) or the first host bit (still a match)
                     L, b = net(rule[k]).prefixlen, None
                     if L and (L == F["bits"] or r.random() < 0.7):
@@ -449,12 +498,14 @@ def state_keys(f):
     return k
 
 
-def write_round(d, rules, policy, corpus):
+def write_round(d, fam, sets, rules, policy, corpus):
     os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "sets.txt"), "w") as fh:
+        fh.write("".join("%s %s\n" % (k, " ".join(v)) for k, v in sorted(sets.items())))
     with open(os.path.join(d, "rules.txt"), "w") as fh:
         fh.write("".join(xdpr_words(x) + "\n" for x in rules))
     with open(os.path.join(d, "rules.nft"), "w") as fh:
-        fh.write(nft_script(rules, policy))
+        fh.write(nft_script(rules, policy, fam))
     with open(os.path.join(d, "policy"), "w") as fh:
         fh.write(policy + "\n")
     with open(os.path.join(d, "rules.json"), "w") as fh:
@@ -467,13 +518,15 @@ def cmd_gen(seed, fam, rounds, top, noise=0):
     g = Gen("%s/%s" % (seed, fam), int(fam))
     for k in range(int(rounds)):
         g.pools()
+        g.make_sets(str(k))
         rules = [g.rule() for _ in range(g.rnd.randint(20, 60))]
         policy = "accept" if k % 2 == 0 else "drop"
-        write_round(os.path.join(top, str(k)), rules, policy, g.corpus(rules, 300))
+        write_round(os.path.join(top, str(k)), g.fam, g.sets, rules, policy, g.corpus(rules, 300))
     if int(noise):
         g.pools()
+        g.make_sets("noise")
         rules = [g.rule() for _ in range(40)]
-        write_round(os.path.join(top, "noise"), g.noise(int(noise)) + rules, "drop",
+        write_round(os.path.join(top, "noise"), g.fam, g.sets, g.noise(int(noise)) + rules, "drop",
                     g.corpus(rules, 300))
 
 
