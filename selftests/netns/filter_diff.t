@@ -112,7 +112,7 @@ flt_attach
 for r in "${ROUND_LIST[@]}"; do
 	n=$(nflows "$r")
 	policy=$(cat "$W/$r/policy")
-	read -r _ want_acc _ want_drop _ want_pol _ <<<"$("$FLT_PY" "$FLT_FLOWS" model "$W/$r")"
+	read -r _ want_acc _ want_drop _ want_pol _ _ _ want_bypol _ want_states <<<"$("$FLT_PY" "$FLT_FLOWS" model "$W/$r")"
 	while read -r name members; do
 		# shellcheck disable=SC2086 # the members are words
 		ok "$r (xdpr): set add $name $members" xdpr set add "$name" $members
@@ -126,6 +126,7 @@ for r in "${ROUND_LIST[@]}"; do
 	f0=$(rsum forwarded r0 r2)
 	d0=$(rsum drop_filter r0 r2)
 	p0=$(rsum drop_filter_policy r0 r2)
+	s0=$(flt_show)
 	send_round "$r" xdpr
 	XDPR_SEND[$r]=$SEND_MS
 	df=$(delta "$f0" "$(rsum forwarded r0 r2)")
@@ -142,6 +143,10 @@ for r in "${ROUND_LIST[@]}"; do
 	is "$dd/$dp" "$want_drop/$want_pol" "$r (xdpr): drop_filter/drop_filter_policy grew as the model says (of $want_acc accepted)"
 	is "$(delta "$k0" "$(kfwd)")" 0 "$r (xdpr): R's kernel forwarded nothing (ForwDatagrams flat)"
 	xdpr -j filter show >"$W/$r/show.json" 2>"$T_TMP/show.err" || diag_file "$T_TMP/show.err"
+	is "$(delta "$(jq -r .packets <<<"$s0")" "$(jq -r .packets "$W/$r/show.json")")" "$want_bypol" \
+		"$r (xdpr): the policy's counter grew by the $want_bypol flows no rule matched"
+	is "$(delta "$(jq -r .flows <<<"$s0")" "$(jq -r .flows "$W/$r/show.json")")" "$want_states" \
+		"$r (xdpr): flows grew by the $want_states accepted flows that may start one (SYN, ACK, UDP, echo, ...)"
 	timeout 60 "$FLT_PY" "$FLT_FLOWS" check "$W/$r" "nft=$W/$r/seen.nft" "xdpr=$W/$r/seen.xdpr" \
 		"show=$W/$r/show.json" >"$W/$r/check" 2>&1
 	is "$(grep -c '^DIFF' "$W/$r/check")" 0 "$r: nft and xdpr let the same $(seen_count "$r" nft) of $n flows through" ||

@@ -27,7 +27,9 @@ for filter_diff.t (xdpr's filter against nftables).
         rule decided.  One line per difference; exit 1 when there is one.
     model DIR/K
         print the model's counts: "accepted N dropped_rule N dropped_policy N
-        rules_deciding N".
+        rules_deciding N by_policy N states N" (by_policy: flows no rule
+        matched; states: accepted flows that may start one, which get a
+        flow state).
     packet DEV DST_MAC COUNT SCAPY_EXPR
         send COUNT copies of Ether(src=DEV's MAC, dst=DST_MAC) / SCAPY_EXPR
         (an expression over scapy's names, e.g. "IP(dst='10.0.2.2')/UDP()").
@@ -113,6 +115,20 @@ def matches(r, f):
         return False
     if r.get("icode") is not None and r["icode"] != f["icode"]:
         return False
+    return True
+
+
+def new_state(f):
+    """May the packet start a flow (xdpr's "new"), with no state around?
+    TCP SYN or ACK (PSH aside: a mid-stream pickup), UDP, ICMP echo,
+    timestamp, information and address mask requests, ICMPv6 echo and node
+    information queries, other protocols.  Else "invalid"."""
+    if f["proto"] == 6:
+        return f["flags"].replace("P", "") in ("S", "A")
+    if f["proto"] == 1 and f["family"] == 4:
+        return f["itype"] in (8, 13, 15, 17)
+    if f["proto"] == 58 and f["family"] == 6:
+        return f["itype"] in (128, 139)
     return True
 
 
@@ -670,11 +686,16 @@ def cmd_model(d):
     rules, policy, corpus = load_round(d)
     n = {"accepted": 0, "dropped_rule": 0, "dropped_policy": 0}
     hit = set()
+    by_policy = states = 0
     for f in corpus:
         i, acc = decide(rules, policy, f)
         n["accepted" if acc else "dropped_rule" if i else "dropped_policy"] += 1
         hit.add(i)
+        by_policy += not i
+        states += acc and new_state(f)
     n["rules_deciding"] = len(hit - {0})
+    n["by_policy"] = by_policy
+    n["states"] = states
     print(" ".join("%s %d" % kv for kv in n.items()))
 
 
