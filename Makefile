@@ -9,8 +9,11 @@ BPFTOOL ?= bpftool
 ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine)
 
 CFLAGS   ?= -O2 -g
+# libnftables, jansson, libip4tc/libip6tc: the netfilter guard (loader/nfguard.c)
+PKGS     := libxdp libbpf libnftables jansson libip4tc libip6tc
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Ibpf -Iloader -Icli -I$(BUILD)
-LDLIBS    = $(shell pkg-config --libs libxdp libbpf)
+CFLAGS   += $(shell pkg-config --cflags $(PKGS))
+LDLIBS    = $(shell pkg-config --libs $(PKGS))
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -I$(ARCH_INC) -Ibpf
 
 ifeq ($(V),1)

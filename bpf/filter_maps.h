@@ -110,4 +110,15 @@ struct {
 	__type(value, struct xdpr_flow);
 } xdpr_flt_flows SEC(".maps");
 
+/*
+ * IPv4 first fragments the filter accepted, for their later fragments
+ * (which carry no ports): key = fragment identity (RFC 791), value = when.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, XDPR_FLT_FRAGS);
+	__type(key, struct xdpr_frag_key);
+	__type(value, __u64);
+} xdpr_flt_frags SEC(".maps");
+
 #endif /* XDPR_FILTER_MAPS_H */

@@ -22,6 +22,8 @@
 #include "nat.h"
 #include "hairpin.h"
 #include "icmp.h"
+#include "filter.h"
+#include "reject.h"
 
 static __always_inline int ip4_martian(__be32 saddr, __be32 daddr)
 {
@@ -86,6 +88,7 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 {
 	struct xdpr_iface *out;
 	__u32 egress;
+	__be32 saddr;
 	int step;
 
 	if (fibrc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
@@ -106,12 +109,49 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 		return XDPR_PASS_TTL;
 	pkt4_to_io(p, sizeof(struct ethhdr), io);
 	pkt4_io_rules(io, out);
+	saddr = p->iph->saddr;
 	step = nat4_snat(ctx, io, flags & BPF_FIB_LOOKUP_SRC ? fib->ipv4_src : 0, now);
+	if (p->iph->saddr != saddr)
+		io->filtered = 1; /* translated: its NAT session is its state */
+	if (step == STEP_NAT_CREATE && io->flt) {
+		/* a new flow: the filter decides before it gets a session (its state) */
+		int f = filter4(ctx, io, egress, 1);
+
+		io->filtered = 1;
+		if (f == STEP_FLT_REJECT)
+			return reject_exit(reject4(ctx));
+		if (f >= 0)
+			return f;
+	}
 	if (step == STEP_NAT_CREATE)
 		step = nat4_create(ctx, io);
 	pkt4_from_io(p, io);
 	return step;
 }
+
+/*
+ * The filter for a forwarded packet no NAT session carries, before it is
+ * redirected or handed to the kernel: STEP_NEXT, or the exit.  The egress
+ * is the FIB's; an oversize packet asks again without its size (the
+ * helper stops before naming the egress).  fib is overwritten then.
+ */
+static __always_inline int ip4_filter(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct pkt4 *p,
+				      struct pkt4_io *io, int fibrc, __u32 flags, __be32 dst, __u32 ifindex)
+{
+	int step;
+
+	io->filtered = 1;
+	if (fibrc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		fibrc = ip4_fib(ctx, fib, p, flags, sizeof(struct iphdr), dst, ifindex);
+	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH)
+		return STEP_NEXT; /* the kernel does not forward it either */
+	pkt4_to_io(p, sizeof(struct ethhdr), io);
+	step = filter4(ctx, io, fib->ifindex, 0);
+	if (step == STEP_FLT_REJECT)
+		return reject_exit(reject4(ctx));
+	return step;
+}
+
 
 /*
  * A packet translated back to an inside host that the fast path cannot
@@ -180,14 +220,13 @@ __noinline int route4(struct xdp_md *ctx, struct pkt4_io *io, __u32 flags)
 	return STEP_RT_FIB;
 }
 
-static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
-				   const struct xdpr_iface *in, struct bpf_fib_lookup *fib)
+static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
+					const struct xdpr_iface *in, struct bpf_fib_lookup *fib,
+					struct pkt4_io *iop, struct xdpr_cfg *cfg)
 {
-	struct pkt4_io *iop;
 	struct pkt4 p = {};
-	struct xdpr_cfg *cfg;
 	struct iphdr *iph;
-	__u32 zero = 0, flags = 0, fib_if;
+	__u32 flags = 0, fib_if;
 	__be32 fib_dst;
 	__u32 tot_len;
 	__u16 old;
@@ -217,11 +256,7 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 		p.l4 = (void *)iph + (iph->ihl & 0xf) * 4;
 	pkt4_ports(&p);
 
-	iop = bpf_map_lookup_elem(&xdpr_io_scr, &zero);
-	if (!iop)
-		return XDPR_PASS_FIB_OTHER;
 #define io (*iop)
-	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	nat = cfg && (cfg->flags & XDPR_CFG_NAT);
 	if (nat) {
 		now = bpf_ktime_get_coarse_ns();
@@ -238,11 +273,13 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 		}
 		if (!p.reversed && (cfg->flags & XDPR_CFG_FIB_SRC))
 			flags = BPF_FIB_LOOKUP_SRC;
-	} else if (iph->ihl != 5) {
+	} else if (iph->ihl != 5 && !io.flt) {
 		return XDPR_PASS_IP4_OPTIONS;
-	} else if (p.frag) {
+	} else if (p.frag && !io.flt) {
 		return XDPR_PASS_IP4_FRAG;
 	}
+	if (p.reversed)
+		io.filtered = 1; /* its NAT session is its state */
 
 	fib_dst = iph->daddr;
 	fib_if = ctx->ingress_ifindex;
@@ -293,6 +330,7 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 				}
 			}
 			if (p.reversed) {
+				io.filtered = 1; /* not filtered: see README, "Filter" */
 				nat_count(io.hp_rule, XDPR_NE_HAIRPIN);
 				fibrc = ip4_fib(ctx, fib, &p, 0, tot_len, iph->daddr, ctx->ingress_ifindex);
 			}
@@ -302,6 +340,13 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 			if (r2 >= 0)
 				return r2;
 		}
+	}
+	if (io.flt && !io.filtered && fib_forwards(fibrc)) {
+		step = ip4_filter(ctx, fib, &p, &io, fibrc, flags, fib_dst, fib_if);
+		if (step >= 0)
+			return step;
+		if (fibrc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+			return XDPR_PASS_FIB_FRAG_NEEDED; /* fib was overwritten */
 	}
 	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
 		return fib_reason(fibrc);
@@ -322,6 +367,77 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	rewrite_l2(eth, fib);
 	return XDPR_FWD;
 #undef io
+}
+
+/*
+ * The backstop's view: the packet as it arrived into io, and the kernel
+ * FIB's egress for it (0: the kernel would not forward it).
+ */
+__noinline __u32 filter4_late_view(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct iphdr *iph = data + sizeof(struct ethhdr);
+	struct bpf_fib_lookup *fib;
+	struct pkt4_io *io;
+	struct pkt4 p = {};
+	__u32 zero = 0, tot_len;
+	int fibrc;
+
+	if (!ctx || (void *)(iph + 1) > end)
+		return 0;
+	tot_len = bpf_ntohs(iph->tot_len);
+	asm volatile("%0 &= 0xffff" : "+r"(tot_len));
+	if (iph->ihl < 5 || (void *)iph + tot_len > end)
+		return 0;
+	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
+	io = bpf_map_lookup_elem(&xdpr_io_scr, &zero);
+	if (!fib || !io)
+		return 0;
+	p.iph = iph;
+	p.end = end;
+	p.ip_end = (void *)iph + tot_len;
+	p.proto = iph->protocol;
+	p.frag = (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET)) != 0;
+	if (!(iph->frag_off & bpf_htons(IP_OFFSET)))
+		p.l4 = (void *)iph + (iph->ihl & 0xf) * 4;
+	pkt4_ports(&p);
+	fibrc = ip4_fib(ctx, fib, &p, 0, sizeof(struct iphdr), iph->daddr, ctx->ingress_ifindex);
+	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH)
+		return 0;
+	pkt4_to_io(&p, sizeof(struct ethhdr), io);
+	return fib->ifindex;
+}
+
+/*
+ * The IPv4 path, and the filter's backstop: a packet the kernel will
+ * forward that no step filtered (route map "pass", a gateway off its
+ * device) is filtered here, on the kernel FIB's egress.
+ */
+static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct ethhdr *eth,
+				   const struct xdpr_iface *in, struct bpf_fib_lookup *fib)
+{
+	struct pkt4_io *iop;
+	struct xdpr_cfg *cfg;
+	__u32 zero = 0;
+	int r;
+
+	iop = bpf_map_lookup_elem(&xdpr_io_scr, &zero);
+	if (!iop)
+		return XDPR_PASS_FIB_OTHER;
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	iop->flt = flt_active(cfg);
+	iop->filtered = 0;
+	r = fwd_ip4_path(ctx, c, eth, in, fib, iop, cfg);
+	if (iop->flt && !iop->filtered && reason_kernel_forwards(r)) {
+		__u32 out_if = filter4_late_view(ctx);
+		int f = out_if ? filter4(ctx, iop, out_if, 0) : STEP_NEXT;
+
+		if (f == STEP_FLT_REJECT)
+			return reject_exit(reject4(ctx));
+		if (f >= 0)
+			return f;
+	}
+	return r;
 }
 
 #endif /* XDPR_FWD4_H */

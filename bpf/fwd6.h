@@ -15,6 +15,8 @@
 #include "parse.h"
 #include "fib.h"
 #include "route.h"
+#include "filter.h"
+#include "reject.h"
 
 #define IPV6_FLOWINFO_MASK bpf_htonl(0x0FFFFFFF)
 
@@ -36,9 +38,53 @@ static __always_inline int ip6_martian(const struct ipv6hdr *ip6h)
 	return 0;
 }
 
+/* The end of the path: hop limit, egress claim, rewrite, for the FIB's answer in fib. */
+static __always_inline int fwd6_tail(struct ethhdr *eth, struct ipv6hdr *ip6h, struct bpf_fib_lookup *fib,
+				     __u32 in_flags, int exthdr)
+{
+	struct xdpr_iface inf = { .flags = in_flags };
+	int step;
+
+	if (exthdr)
+		return XDPR_PASS_IP6_EXTHDR;
+	if (ip6h->hop_limit <= 1)
+		return XDPR_PASS_TTL;
+	step = claim_egress(&inf, fib->ifindex);
+	if (step != XDPR_FWD)
+		return step;
+
+	ip6h->hop_limit--; /* no IPv6 header checksum */
+	rewrite_l2(eth, fib);
+	return XDPR_FWD;
+}
+
+/*
+ * After the filter accepted a packet fwd_ip6 handed it (STEP_FILTER): the
+ * exit fwd_ip6 left in the filter's view, or the rest of the path.
+ */
+__noinline int fwd6_finish(struct xdp_md *ctx, __u32 in_flags)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct ipv6hdr *ip6h = data + sizeof(*eth);
+	struct bpf_fib_lookup *fib;
+	struct flt_pkt *fp = flt_scratch();
+	__u32 zero = 0;
+
+	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
+	if (!ctx || !fp || !fib || (void *)(ip6h + 1) > end)
+		return XDPR_DROP_SHORT;
+	if (fp->cont >= 0)
+		return fp->cont;
+	return fwd6_tail(eth, ip6h, fib, in_flags, fp->exthdr);
+}
+
 /*
  * A global function (verified once, its own stack): the frame is an
  * Ethernet header and IPv6; in_flags are the ingress interface's.
+ * STEP_FILTER: the filter's view of it is ready; the caller runs the
+ * filter (filter_run, from the top frame: its call chain needs the
+ * stack), then fwd6_finish.
  */
 __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 {
@@ -46,14 +92,14 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 		.pos = (void *)(long)ctx->data,
 		.end = (void *)(long)ctx->data_end,
 	}, *c = &cur;
-	struct xdpr_iface inf = { .flags = in_flags }, *in = &inf;
 	struct bpf_fib_lookup *fib;
 	struct ethhdr *eth;
 	struct xdpr_cfg *cfg;
 	struct ipv6hdr *ip6h;
 	struct l4_ports ports;
-	__u32 plen, zero = 0;
-	int fibrc = 0, step, routed = 0;
+	__u32 plen, zero = 0, l4off = 0;
+	int fibrc = 0, step = STEP_NEXT, routed = 0, flt, exthdr = 0;
+	__u8 l4proto = 0;
 
 	if (!ctx)
 		return XDPR_DROP_SHORT;
@@ -66,10 +112,23 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 	asm volatile("%0 &= 0xffff" : "+r"(plen)); /* bounded for older verifiers (6.1, 6.12) */
 	if (ip6h->version != 6 || (void *)(ip6h + 1) + plen > c->end)
 		return XDPR_PASS_IP6_HDR_ERR;
-	if (ip6_is_exthdr(ip6h->nexthdr))
-		return XDPR_PASS_IP6_EXTHDR;
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	flt = flt_active(cfg);
+	if (ip6_is_exthdr(ip6h->nexthdr)) {
+		if (!flt)
+			return XDPR_PASS_IP6_EXTHDR;
+		exthdr = 1; /* the kernel forwards it, once the filter has seen it */
+	}
 	if (ip6_martian(ip6h))
 		return XDPR_PASS_MARTIAN;
+	if (flt) {
+		int l4 = ip6_l4(ctx);
+
+		if (l4 < 0)
+			return XDPR_DROP_FILTER_HDR;
+		l4proto = l4 >> 16;
+		l4off = l4 & 0xffff;
+	}
 
 	parse_ports(c, ip6h->nexthdr, &ports);
 	__builtin_memset(fib, 0, sizeof(*fib));
@@ -84,7 +143,6 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 	__builtin_memcpy(fib->ipv6_dst, &ip6h->daddr, sizeof(fib->ipv6_dst));
 	fib->ifindex = ctx->ingress_ifindex;
 
-	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
 		__u32 slot = cfg->rt_slot & 1;
 		struct xdpr_rtent *rt = rt6_lookup(slot, &ip6h->daddr);
@@ -94,42 +152,62 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 			const struct xdpr_nh *nh;
 
 			step = rt_act(rt, c->end - (void *)eth);
-			if (step >= 0)
-				return step;
-			nh = rt_pick(slot, rt, rt_hash(s6[0] ^ s6[1] ^ s6[2] ^ s6[3], d6[0] ^ d6[1] ^ d6[2] ^ d6[3],
-						 ((__u32)ports.sport << 16) | ports.dport, ip6h->nexthdr));
-			if (!nh)
-				return XDPR_PASS_ROUTE_GW;
-			if (nh->flags & XDPR_NH_MAC) {
-				/* link-local gateway: the FIB never resolves those */
-				step = rt_static_nh(ctx, fib, nh);
-				if (step >= 0)
-					return step;
-				fibrc = BPF_FIB_LKUP_RET_SUCCESS;
-			} else {
-				__builtin_memcpy(fib->ipv6_dst, nh->gw, sizeof(fib->ipv6_dst));
-				fib->ifindex = nh->ifindex;
-				fibrc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_OUTPUT);
-				step = rt_check_nh(fibrc, fib, nh);
-				if (step >= 0)
-					return step;
+			if (step == STEP_RT_FIB) {
+				step = STEP_NEXT;
+				routed = 1;
+				nh = rt_pick(slot, rt, rt_hash(s6[0] ^ s6[1] ^ s6[2] ^ s6[3],
+							 d6[0] ^ d6[1] ^ d6[2] ^ d6[3],
+							 ((__u32)ports.sport << 16) | ports.dport, ip6h->nexthdr));
+				if (!nh) {
+					step = XDPR_PASS_ROUTE_GW;
+				} else if (nh->flags & XDPR_NH_MAC) {
+					/* link-local gateway: the FIB never resolves those */
+					step = rt_static_nh(ctx, fib, nh);
+					fibrc = BPF_FIB_LKUP_RET_SUCCESS;
+				} else {
+					__builtin_memcpy(fib->ipv6_dst, nh->gw, sizeof(fib->ipv6_dst));
+					fib->ifindex = nh->ifindex;
+					fibrc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_OUTPUT);
+					step = rt_check_nh(fibrc, fib, nh);
+				}
 			}
-			routed = 1;
 		}
 	}
-	if (!routed)
+	if (step < 0 && !routed)
 		fibrc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+	if (flt && (step < 0 ? fib_forwards(fibrc) : reason_kernel_forwards(step))) {
+		/* the filter, on the egress; ask the kernel's FIB where the route map did not say */
+		int redo = step >= 0 || (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH);
+		__u32 out_if = fib->ifindex;
+		int f;
+
+		if (redo) {
+			__builtin_memcpy(fib->ipv6_dst, &ip6h->daddr, sizeof(fib->ipv6_dst));
+			fib->ifindex = ctx->ingress_ifindex;
+			fib->tot_len = sizeof(*ip6h);
+			f = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+			out_if = f == BPF_FIB_LKUP_RET_SUCCESS || f == BPF_FIB_LKUP_RET_NO_NEIGH ? fib->ifindex : 0;
+		}
+		if (out_if) {
+			struct flt_pkt *fp;
+
+			f = filter6_view(ctx, l4off, l4proto, out_if);
+			fp = flt_scratch();
+			if (f >= 0 || !fp)
+				return f >= 0 ? f : XDPR_DROP_FILTER_HDR;
+			fp->cont = !redo ? -1 : step >= 0 ? step : fib_reason(fibrc); /* fib was overwritten */
+			fp->exthdr = exthdr;
+			fp->l4off = l4off;
+			return STEP_FILTER;
+		}
+		if (redo)
+			return step >= 0 ? step : fib_reason(fibrc);
+	}
+	if (step >= 0)
+		return step;
 	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
 		return fib_reason(fibrc);
-	if (ip6h->hop_limit <= 1)
-		return XDPR_PASS_TTL;
-	step = claim_egress(in, fib->ifindex);
-	if (step != XDPR_FWD)
-		return step;
-
-	ip6h->hop_limit--; /* no IPv6 header checksum */
-	rewrite_l2(eth, fib);
-	return XDPR_FWD;
+	return fwd6_tail(eth, ip6h, fib, in_flags, exthdr);
 }
 
 #endif /* XDPR_FWD6_H */

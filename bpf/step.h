@@ -13,6 +13,8 @@ enum xdpr_step {
 	STEP_RT_FIB     = -2, /* route4: a via route; the FIB resolved its next hop */
 	STEP_HAIRPIN    = -3, /* nat4_hairpin: translate through the binding's interface */
 	STEP_NAT_CREATE = -4, /* a NAT step's request for a session is ready: nat4_create */
+	STEP_FLT_REJECT = -5, /* the filter: a reject rule matched, answer the packet */
+	STEP_FILTER     = -6, /* fwd_ip6: the filter's view is ready, run the filter */
 };
 
 #endif /* XDPR_STEP_H */

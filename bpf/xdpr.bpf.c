@@ -3,7 +3,8 @@
  * xdpr.bpf.c - the xdpr fast path: one program on every router interface.
  *
  *   parse L2 -> IPv4 (fwd4.h) or IPv6 (fwd6.h): checks -> reverse NAT ->
- *   route map / FIB -> source NAT -> TTL, egress claim -> rewrite -> redirect
+ *   route map / FIB -> filter -> source NAT -> TTL, egress claim -> rewrite
+ *   -> redirect
  *
  * Every exit is one enum xdpr_reason, counted per CPU per ingress interface
  * in one place (count_exit); the verdict follows from the reason.
@@ -12,7 +13,8 @@
  * cursor, packet views), fib.h (FIB results, egress), route.h (route map),
  * nat.h (the NAT steps), nat_sess.h (sessions), nat_bind.h (ports and
  * mappings), nat_xlate.h (rewriting), icmp.h (errors sent from XDP),
- * hairpin.h, stats.h, csum.h.
+ * hairpin.h, filter.h (the filter step, before any hand-over of a forwarded
+ * packet), filter_maps.h, reject.h (its answers), stats.h, csum.h.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -22,13 +24,31 @@
 #include "stats.h"
 #include "fwd4.h"
 #include "fwd6.h"
-#include "filter_maps.h"
+#include "filter.h"
 
 static __always_inline int l2_for_us(const struct ethhdr *eth, const struct xdpr_iface *in)
 {
 	const __u16 *a = (const __u16 *)eth->h_dest, *b = (const __u16 *)in->mac;
 
 	return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2])) == 0;
+}
+
+/* The IPv6 path; the filter runs from this frame when it hands the packet over. */
+static __always_inline int fwd6_filtered(struct xdp_md *ctx, __u32 in_flags)
+{
+	int r = fwd_ip6(ctx, in_flags);
+	struct flt_pkt *fp;
+
+	if (r != STEP_FILTER)
+		return r;
+	r = filter_run(ctx);
+	if (r == STEP_FLT_REJECT) {
+		fp = flt_scratch();
+		return fp ? reject_exit(reject6(ctx, fp->l4off, fp->proto)) : XDPR_DROP_FILTER;
+	}
+	if (r >= 0)
+		return r;
+	return fwd6_finish(ctx, in_flags);
 }
 
 static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,
@@ -62,7 +82,7 @@ static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,
 		return XDPR_PASS_FIB_OTHER;
 	if (eth->h_proto == bpf_htons(ETH_P_IP))
 		return fwd_ip4(ctx, &c, eth, in, fib);
-	return fwd_ip6(ctx, in->flags);
+	return fwd6_filtered(ctx, in->flags);
 }
 
 SEC("xdp")
@@ -103,6 +123,49 @@ int xdpr_nat_gc(struct xdp_md *ctx)
 	cmd->deleted = s.deleted;
 	cmd->seen = s.seen;
 	cmd->binds_freed = s.binds_freed;
+	return XDP_PASS;
+}
+
+struct flt_gc_ctx {
+	struct xdpr_cfg *cfg;
+	__u64 now;
+	__u32 op;
+	__u32 deleted;
+	__u32 seen;
+};
+
+static long flt_gc_cb(void *map, struct xdpr_flow_key *k, struct xdpr_flow *f, void *arg)
+{
+	struct flt_gc_ctx *g = arg;
+	struct xdpr_flow_key key = *k;
+
+	g->seen++;
+	if (g->op == XDPR_GC_ALL || flow_expired(g->cfg, f, k->proto, g->now)) {
+		if (!bpf_map_delete_elem(map, &key))
+			g->deleted++;
+	}
+	return 0;
+}
+
+/* Sweep the filter's flow states: expired ones, or all. */
+SEC("xdp")
+int xdpr_flt_gc(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct xdpr_flt_gc_cmd *cmd = data;
+	struct flt_gc_ctx g = {};
+	__u32 zero = 0;
+
+	if ((void *)(cmd + 1) > end)
+		return XDP_ABORTED;
+	g.cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (!g.cfg)
+		return XDP_ABORTED;
+	g.now = bpf_ktime_get_coarse_ns();
+	g.op = cmd->op;
+	bpf_for_each_map_elem(&xdpr_flt_flows, flt_gc_cb, &g, 0);
+	cmd->deleted = g.deleted;
+	cmd->seen = g.seen;
 	return XDP_PASS;
 }
 

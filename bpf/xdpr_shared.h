@@ -154,6 +154,7 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_MAP_FLT_HDR  "xdpr_flt_hdr"
 #define XDPR_MAP_FLT_STATS "xdpr_flt_stats"
 #define XDPR_MAP_FLOWS    "xdpr_flt_flows"
+#define XDPR_MAP_FRAGS    "xdpr_flt_frags"
 #define XDPR_PROG_FLT_GC  "xdpr_flt_gc"
 
 /* ---- source NAT (IPv4) ---- */
@@ -558,6 +559,18 @@ struct xdpr_flow {
 	__u64 pad;
 };
 
+/* An IPv4 fragment's identity (RFC 791): the filter's verdict on its first fragment applies. */
+struct xdpr_frag_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 id;
+	__u8 proto;
+	__u8 pad;
+};
+
+#define XDPR_FLT_FRAGS      16384
+#define XDPR_FLT_FRAG_NS    (30ULL * 1000000000ULL) /* reassembly timeout (RFC 791: 15 s upper) */
+
 /* xdpr_filter_gc program input/output (first bytes of the test-run frame). */
 struct xdpr_flt_gc_cmd {
 	__u32 op;           /* enum xdpr_gc_op: EXPIRED or ALL */
@@ -601,6 +614,7 @@ _Static_assert(sizeof(struct xdpr_flt_rule) == 8 && sizeof(struct xdpr_flt_hdr) 
 _Static_assert(sizeof(struct xdpr_flt_lpm4) == 12 && sizeof(struct xdpr_flt_lpm6) == 24, "filter LPM keys");
 _Static_assert(sizeof(struct xdpr_flow_key) == 40 && sizeof(struct xdpr_flow) == 32, "flow state");
 _Static_assert(sizeof(struct xdpr_flt_gc_cmd) == 16, "xdpr_flt_gc_cmd layout");
+_Static_assert(sizeof(struct xdpr_frag_key) == 12, "xdpr_frag_key layout");
 _Static_assert(XDPR_FLT_WORDS % 64 == 0, "summary words cover whole rule words");
 
 #endif /* XDPR_SHARED_H */

@@ -12,7 +12,11 @@ static void link_usage(void)
 	fprintf(stderr,
 		"Usage: xdpr link attach DEV [DEV ...] [mode {native|skb}] [force]\n"
 		"       xdpr link detach { DEV [DEV ...] | all } [force]\n"
-		"       xdpr link show [DEV]\n");
+		"       xdpr link show [DEV]\n"
+		"attach ... force: replace another XDP program on DEV, and attach although\n"
+		"       netfilter has forward rules (nftables, iptables) or ingress/egress\n"
+		"       chains on DEV, which packets forwarded by XDP bypass\n"
+		"detach ... force: detach although DEV has NAT rules (they are removed)\n");
 }
 
 #define USAGE(...) (snprintf(err, len, __VA_ARGS__), EXIT_USAGE)
@@ -85,12 +89,67 @@ static const char *xmit_name(enum xdpr_xmit x)
 	return x == XDPR_XMIT_YES ? "yes" : x == XDPR_XMIT_NO ? "no" : "unknown";
 }
 
+/* The hooks the findings are on, as the messages name them. */
+static const char *nf_hooks(const struct xdpr_nf_report *nf)
+{
+	bool fwd = false, dev = false;
+
+	for (int i = 0; i < nf->n; i++)
+		*(nf->f[i].dev_hook ? &dev : &fwd) = true;
+	if (fwd && dev)
+		return "netfilter's forward hook and the ingress/egress hooks of their devices";
+	return dev ? "netfilter's ingress/egress hooks of their devices" : "netfilter's forward hook";
+}
+
+/* The findings as one line: "A, B and 3 more". */
+static void bypass_list(const struct xdpr_nf_report *nf, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < nf->n && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s%s", i ? ", " : "", nf->f[i].what);
+	if (nf->total > nf->n && used < len)
+		snprintf(buf + used, len - used, " and %d more", nf->total - nf->n);
+}
+
+/*
+ * Before anything changes: netfilter rules that forwarded packets would meet
+ * in the kernel and skip through XDP (on the devices being attached and those
+ * already attached).  Refused unless "force"; EXIT_OK or the exit code.
+ */
+static int nf_guard(struct xdpr *x, const struct attach_args *a, struct xdpr_nf_report *nf)
+{
+	char *devs[2 * XDPR_MAX_IFACES];
+	char list[sizeof(nf->f) + 64];
+	int n = 0, ret;
+
+	/* a missing device is the user's first error */
+	for (int i = 0; i < a->ndev; i++) {
+		if (!if_nametoindex(a->devs[i]))
+			return fail(EXIT_FAIL, "cannot find device \"%s\"", a->devs[i]);
+		devs[n++] = a->devs[i];
+	}
+	for (int i = 0; i < x->nlinks; i++)
+		devs[n++] = x->links[i].name;
+	ret = xdpr_nf_check(x, devs, n, nf);
+	if (ret < 0)
+		return fail(EXIT_FAIL, "%s", x->err);
+	if (!ret || a->force)
+		return EXIT_OK;
+	bypass_list(nf, list, sizeof(list));
+	return fail(EXIT_FAIL, "packets forwarded by XDP bypass %s, and this network namespace "
+		    "has rules there: %s; use \"force\" to attach anyway, or express that policy "
+		    "as \"xdpr filter\" rules", nf_hooks(nf), list);
+}
+
 static int link_attach(int argc, char **argv)
 {
 	static struct xdpr x;
 	static struct xdpr_attach_info info;
+	static struct xdpr_nf_report nf;
 	struct attach_args a;
-	char err[256];
+	char err[256], list[sizeof(nf.f) + 64], warn[sizeof(list) + 128];
 	int ret;
 
 	if (parse_attach(argc, argv, &a, err, sizeof(err))) {
@@ -103,11 +162,22 @@ static int link_attach(int argc, char **argv)
 		xdpr_close(&x);
 		return fail(EXIT_FAIL, "%s", x.err);
 	}
+	ret = nf_guard(&x, &a, &nf);
+	if (ret) {
+		xdpr_close(&x);
+		return ret;
+	}
 	ret = xdpr_attach(&x, a.devs, a.ndev, a.mode, a.force ? XDPR_F_FORCE : 0, &info);
 	xdpr_close(&x);
 	if (ret)
 		return fail(EXIT_FAIL, "%s", x.err);
 	print_warnings(x.note);
+	if (nf.total) { /* attached with force: say what is bypassed */
+		bypass_list(&nf, list, sizeof(list));
+		snprintf(warn, sizeof(warn), "packets forwarded by XDP bypass %s: %s", nf_hooks(&nf),
+			 list);
+		print_warnings(warn);
+	}
 
 	out_arr_open(NULL);
 	for (int i = 0; i < info.n; i++) {
@@ -122,6 +192,10 @@ static int link_attach(int argc, char **argv)
 		if (info.dev[i].replaced_foreign)
 			out_text(", replaced the previous XDP program");
 		out_str("xdp_xmit", NULL, xmit_name(info.dev[i].xmit));
+		out_arr_open("netfilter_bypassed");
+		for (int k = 0; k < nf.n; k++)
+			out_str(NULL, NULL, nf.f[k].what);
+		out_arr_close();
 		out_text("\n");
 		if (info.dev[i].xmit == XDPR_XMIT_NO && a.mode == XDPR_MODE_NATIVE)
 			out_text("  note: the %s driver cannot transmit XDP frames now: traffic routed "

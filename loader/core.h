@@ -15,6 +15,7 @@
  *     core.c     state, maps, errors       nothing of the library
  *     netdev.c   netlink probes, neighbours  (leaves: they use nothing)
  *     reasons.c  names of reasons and modes
+ *     nfguard.c  netfilter rules XDP would bypass
  * (selftests/unit/layers.t checks this table against the objects.)
  */
 #ifndef XDPR_CORE_H

@@ -224,6 +224,31 @@ int xdpr_neigh_mac(int family, const void *addr, __u32 ifindex, __u8 mac[6]);
  */
 int xdpr_local_sync(struct xdpr *x);
 
+/* ---- netfilter guard ---- */
+#define XDPR_NF_MAX 16  /* findings kept in a report */
+
+struct xdpr_nf_report {
+	int n;              /* findings kept, at most XDPR_NF_MAX */
+	int total;          /* findings in all (more than n: the rest are left out) */
+	struct {
+		char what[192];  /* "table inet fw chain forward (policy drop, 3 rules)" */
+		bool dev_hook;   /* an ingress/egress chain of the devices, not the forward hook */
+	} f[XDPR_NF_MAX];
+};
+
+/*
+ * Netfilter rules of this network namespace that packets forwarded by XDP
+ * between devs (the devices being attached and those already attached)
+ * would bypass: nftables forward chains (ip, ip6, inet; iptables-nft's
+ * too), nftables ingress/egress chains of devs, iptables-legacy and
+ * ip6tables-legacy FORWARD chains in the tables already loaded.  A chain
+ * counts when it has a rule or a policy other than accept.  Changes
+ * nothing, creates no iptables table.  Returns how many were found (0:
+ * none), or -errno with x->err (a ruleset that cannot be read is an error,
+ * never a pass).
+ */
+int xdpr_nf_check(struct xdpr *x, char *const *devs, int n, struct xdpr_nf_report *r);
+
 const char *xdpr_reason_name(int reason);
 const char *xdpr_reason_desc(int reason);
 const char *xdpr_mode_name(enum xdpr_mode mode);

@@ -41,8 +41,8 @@ int main(void)
 {
 	struct xdpr_bpf *skel;
 	struct bpf_program *prog;
-	static char *logs[3];
-	const char *names[3];
+	static char *logs[4];
+	const char *names[4];
 	int n = 0, err;
 
 	libbpf_set_print(NULL);
@@ -52,7 +52,7 @@ int main(void)
 		return 1;
 	}
 	bpf_object__for_each_program(prog, skel->obj) {
-		if (n == 3) {
+		if (n == 4) {
 			printf("Bail out! more programs than this test knows\n");
 			return 1;
 		}

@@ -1,0 +1,712 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * filter.h - the filter step: forwarded packets only, after the route is
+ * known and before anything hands the packet on (redirect, or XDP_PASS to
+ * the kernel's forward path), so a packet the filter drops reaches neither.
+ *
+ *   state:     a flow state (xdpr_flt_flows, or the NAT session: the NAT
+ *              step only asks when it is about to create one) makes the
+ *              packet established, an ICMP error quoting one related; they
+ *              pass without meeting the rules (unless a rule names those
+ *              states: then everything is classified, as an nft chain is).
+ *   classify:  the compiled rule list (xdpr_shared.h "filter"): one
+ *              descriptor per field, AND of the rule bitmaps, first bit.
+ *              The cost grows with the candidate words, not the rule count.
+ *   act:       accept (a new flow gets its state), drop, or reject.
+ *
+ * Global functions, verified once: the callers hand over offsets.
+ */
+#ifndef XDPR_FILTER_H
+#define XDPR_FILTER_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xdpr_shared.h"
+#include "maps.h"
+#include "filter_maps.h"
+#include "parse.h"
+#include "nat_base.h"
+#include "step.h"
+
+#define TCPF_FIN 0x01
+#define TCPF_SYN 0x02
+#define TCPF_RST 0x04
+#define TCPF_ACK 0x10
+
+#define ICMP6_DST_UNREACH   1
+#define ICMP6_PKT_TOOBIG    2
+#define ICMP6_TIME_EXCEED   3
+#define ICMP6_PARAMPROB     4
+#define ICMP6_ECHO_REQUEST  128
+#define ICMP6_ECHO_REPLY    129
+#define ICMP6_NI_QUERY      139
+
+/* The packet as the filter sees it (inside addresses), per CPU. */
+struct flt_pkt {
+	__u8 src[16];       /* IPv4: first 4 bytes, the rest zero */
+	__u8 dst[16];
+	__u8 isrc[16];      /* an ICMP error's quoted packet (iproto != 0) */
+	__u8 idst[16];
+	__u16 sport;        /* field values, host order: ports, or ICMP type / code */
+	__u16 dport;
+	__be16 ksport;      /* flow key ports: TCP/UDP ports, ICMP echo id on both */
+	__be16 kdport;
+	__be16 iksport;     /* the quoted packet's */
+	__be16 ikdport;
+	__u32 out_if;
+	__u8 family;        /* 4 or 6 */
+	__u8 proto;
+	__u8 iproto;        /* quoted packet's protocol; 0: no usable quote */
+	__u8 tcp_flags;
+	__u8 nat;           /* 1: a NAT session is about to be this flow's state */
+	__u8 nokey;         /* 1: no ports to key a flow by (a later fragment) */
+	__u8 icmp_err;      /* an ICMP / ICMPv6 error */
+	__u8 frag;          /* IPv4: a fragment; frag_key says which */
+	__u32 bytes;        /* frame length, for the rule counters */
+	__u8 keyed;         /* flt_track: key holds this packet's flow (a new one gets state) */
+	__u8 from_a;        /* flt_track: the packet comes from key's endpoint a */
+	__u8 pad2[2];
+	struct xdpr_flow_key key;
+	__u64 cand[XDPR_FLT_SUMM]; /* flt_classify: candidate words left */
+	__s32 pos;          /* flt_classify: first matching rule's position, -1: none */
+	__s32 cont;         /* fwd_ip6 -> fwd6_finish: the exit once accepted, -1: the path's end */
+	__u16 l4off;        /* IPv6: transport header offset (reject6) */
+	__u8 exthdr;        /* IPv6: extension headers (the kernel forwards it) */
+	__u8 pad3[5];
+	/* keys and values built off the stack (the classifier's call chain needs it) */
+	struct xdpr_flt_lpm4 k4;
+	struct xdpr_flt_lpm6 k6;
+	struct xdpr_flow nv;
+	struct xdpr_frag_key frag_key;
+	__u32 pad4;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct flt_pkt);
+} xdpr_flt_scr SEC(".maps");
+
+static __always_inline int flt_active(const struct xdpr_cfg *cfg)
+{
+	return cfg && (cfg->flags & XDPR_CFG_FILTER);
+}
+
+/* Does the FIB's answer send the packet on (in XDP or through the kernel)? */
+static __always_inline int fib_forwards(int fibrc)
+{
+	return fibrc == BPF_FIB_LKUP_RET_SUCCESS || fibrc == BPF_FIB_LKUP_RET_NO_NEIGH ||
+	       fibrc == BPF_FIB_LKUP_RET_FRAG_NEEDED;
+}
+
+/* Reasons with which the kernel forwards the packet it is handed. */
+static __always_inline int reason_kernel_forwards(int r)
+{
+	return r == XDPR_PASS_ROUTE || r == XDPR_PASS_ROUTE_GW || r == XDPR_PASS_FIB_NO_NEIGH ||
+	       r == XDPR_PASS_FIB_FRAG_NEEDED || r == XDPR_PASS_EGRESS_NOT_XDPR ||
+	       r == XDPR_PASS_EGRESS_NO_XMIT || r == XDPR_PASS_IP4_OPTIONS || r == XDPR_PASS_IP4_FRAG ||
+	       r == XDPR_PASS_IP6_EXTHDR;
+}
+
+static __always_inline struct flt_pkt *flt_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xdpr_flt_scr, &zero);
+}
+
+/* ---- flow states ---- */
+
+/* Endpoints in canonical order; *from_a: the packet comes from endpoint a. */
+static __always_inline void flow_key(struct xdpr_flow_key *k, const __u8 *s, const __u8 *d,
+				     __be16 sp, __be16 dp, __u8 proto, __u8 family, int *from_a)
+{
+	const __u32 *s32 = (const __u32 *)s, *d32 = (const __u32 *)d;
+	int c = 0, n = family == 6 ? 4 : 1;
+
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u32 x = bpf_ntohl(s32[i]), y = bpf_ntohl(d32[i]);
+
+		if (i < n && c == 0)
+			c = x < y ? -1 : x > y ? 1 : 0;
+	}
+	if (c == 0)
+		c = bpf_ntohs(sp) < bpf_ntohs(dp) ? -1 : bpf_ntohs(sp) > bpf_ntohs(dp) ? 1 : 0;
+	*from_a = c <= 0;
+	__builtin_memset(k, 0, sizeof(*k));
+	if (*from_a) {
+		__builtin_memcpy(k->a, s, 16);
+		__builtin_memcpy(k->b, d, 16);
+		k->pa = sp;
+		k->pb = dp;
+	} else {
+		__builtin_memcpy(k->a, d, 16);
+		__builtin_memcpy(k->b, s, 16);
+		k->pa = dp;
+		k->pb = sp;
+	}
+	k->proto = proto;
+	k->family = family;
+}
+
+static __always_inline int flow_expired(const struct xdpr_cfg *cfg, const struct xdpr_flow *f, __u8 proto,
+					__u64 now)
+{
+	return now - f->last_seen > nat_timeout(cfg, proto, f->state);
+}
+
+/* TCP state bits a packet adds, from the originator (out) or the responder. */
+static __always_inline __u8 flow_bits(__u8 proto, __u8 tcp_flags, int out)
+{
+	__u8 b = out ? XDPR_CT_SEEN_OUT : XDPR_CT_SEEN_IN;
+
+	if (proto == IPPROTO_TCP) {
+		if (tcp_flags & TCPF_RST)
+			b |= XDPR_CT_RST;
+		if (tcp_flags & TCPF_FIN)
+			b |= out ? XDPR_CT_FIN_OUT : XDPR_CT_FIN_IN;
+	}
+	return b;
+}
+
+/* ---- classification ---- */
+
+struct flt_cls {
+	const struct xdpr_flt_desc *s[XDPR_FF_MAX]; /* S_f: rules that accept the packet's value */
+	struct flt_pkt *fp; /* cand[], pos */
+	__u32 slot;
+	__u32 pad;
+};
+
+static __always_inline __u64 flt_word(void *words, __u32 idx)
+{
+	__u64 *w = bpf_map_lookup_elem(words, &idx);
+
+	return w ? *w : 0;
+}
+
+static __always_inline __u32 ctz64(__u64 x)
+{
+	return __builtin_popcountll((x & -x) - 1);
+}
+
+/* Word 64*i+b of a compacted descriptor's set. */
+static __always_inline __u64 flt_sword(void *words, const struct xdpr_flt_desc *d, __u32 i, __u32 b)
+{
+	__u64 s;
+	__u32 idx;
+
+	i &= XDPR_FLT_SUMM - 1;
+	s = d->summ[i];
+	if (!((s >> b) & 1))
+		return 0;
+	idx = d->base + d->rank[i] + __builtin_popcountll(s & ((1ULL << b) - 1));
+	return flt_word(words, idx);
+}
+
+/*
+ * Word w = 64*i+b of W_f | S_f, where = slot << 16 | f << 12 | w.  Global:
+ * one verification, whatever the caller's path (the branches per field
+ * would multiply otherwise).
+ */
+__noinline __u64 flt_fword(__u32 where, const struct xdpr_flt_desc *sd)
+{
+	__u32 slot = (where >> 16) & 1, f = (where >> 12) & 7, i = (where >> 6) & 7, b = where & 63;
+	void *words = bpf_map_lookup_elem(&xdpr_flt_word, &slot);
+	void *descs = bpf_map_lookup_elem(&xdpr_flt_desc, &slot);
+	const struct xdpr_flt_desc *wd;
+	__u64 v = 0;
+
+	if (!words || !descs || !sd)
+		return 0;
+	wd = bpf_map_lookup_elem(descs, &f); /* W_f: rules that do not look at field f */
+	if (!wd)
+		return 0;
+	if ((wd->summ[i] >> b) & 1)
+		v = flt_word(words, f * XDPR_FLT_WORDS + i * 64 + b);
+	return v | flt_sword(words, sd, i, b);
+}
+
+/* One candidate word a round: the lowest left; 1 (stop) on a match or when none are left. */
+static long flt_cand_cb(__u32 idx, void *arg)
+{
+	struct flt_cls *c = arg;
+	struct flt_pkt *fp = c->fp;
+	__u32 i = XDPR_FLT_SUMM, b;
+	__u64 m = ~0ULL, x = 0;
+
+	if (!fp)
+		return 1;
+#pragma unroll
+	for (int k = XDPR_FLT_SUMM - 1; k >= 0; k--)
+		if (fp->cand[k]) {
+			i = k;
+			x = fp->cand[k];
+		}
+	if (i >= XDPR_FLT_SUMM)
+		return 1;
+	b = ctz64(x) & 63;
+	fp->cand[i & 7] = x & (x - 1);
+#pragma unroll
+	for (int f = 0; f < XDPR_FF_MAX; f++) {
+		m &= flt_fword(c->slot << 16 | f << 12 | (i * 64 + b), c->s[f]);
+		if (!m)
+			return 0;
+	}
+	fp->pos = (i * 64 + b) * 64 + ctz64(m);
+	return 1;
+}
+
+static __always_inline __u32 flt_val(void *vals, __u32 idx)
+{
+	__u32 *v = bpf_map_lookup_elem(vals, &idx);
+
+	return v ? *v : XDPR_FLT_DESC_EMPTY;
+}
+
+static __always_inline __u32 flt_if(void *ifs, __u32 ifindex, __u32 field)
+{
+	struct xdpr_flt_ifkey k = { .ifindex = ifindex, .field = field };
+	__u32 *v = bpf_map_lookup_elem(ifs, &k);
+
+	return v ? *v : XDPR_FLT_DESC_EMPTY;
+}
+
+static __always_inline __u32 flt_addr(__u32 slot, struct flt_pkt *fp, __u32 field, const __u8 *a)
+{
+	__u32 *v;
+
+	if (fp->family == 4) {
+		void *m = bpf_map_lookup_elem(&xdpr_flt_lpm4, &slot);
+
+		if (!m)
+			return XDPR_FLT_DESC_EMPTY;
+		__builtin_memset(&fp->k4, 0, sizeof(fp->k4));
+		fp->k4.prefixlen = 40;
+		fp->k4.field = field;
+		__builtin_memcpy(fp->k4.addr, a, 4);
+		v = bpf_map_lookup_elem(m, &fp->k4);
+	} else {
+		void *m = bpf_map_lookup_elem(&xdpr_flt_lpm6, &slot);
+
+		if (!m)
+			return XDPR_FLT_DESC_EMPTY;
+		__builtin_memset(&fp->k6, 0, sizeof(fp->k6));
+		fp->k6.prefixlen = 136;
+		fp->k6.field = field;
+		__builtin_memcpy(fp->k6.addr, a, 16);
+		v = bpf_map_lookup_elem(m, &fp->k6);
+	}
+	return v ? *v : XDPR_FLT_DESC_EMPTY;
+}
+
+/*
+ * The first rule of the slot's list that matches: its position, -1 when
+ * none does, -2 when the slot is incomplete (fail closed).
+ */
+__noinline int flt_classify(struct xdp_md *ctx, __u32 slot, struct flt_pkt *fp, __u32 state)
+{
+	void *descs = bpf_map_lookup_elem(&xdpr_flt_desc, &slot);
+	void *vals = bpf_map_lookup_elem(&xdpr_flt_val, &slot);
+	void *ifs = bpf_map_lookup_elem(&xdpr_flt_if, &slot);
+	struct flt_cls c = { .slot = slot };
+	__u32 id;
+
+	if (!ctx || !fp || !descs || !vals || !ifs)
+		return -2;
+	c.fp = fp;
+#pragma unroll
+	for (int i = 0; i < XDPR_FLT_SUMM; i++)
+		fp->cand[i] = ~0ULL;
+#define FLT_DESC(f, idexpr)                                  \
+	do {                                                 \
+		__u32 wf = f;                                \
+		const struct xdpr_flt_desc *w;               \
+		id = idexpr;                                 \
+		w = bpf_map_lookup_elem(descs, &wf);         \
+		c.s[f] = bpf_map_lookup_elem(descs, &id);   \
+		if (!w || !c.s[f])                           \
+			return -2;                           \
+		_Pragma("unroll")                            \
+		for (int i = 0; i < XDPR_FLT_SUMM; i++)      \
+			fp->cand[i] &= w->summ[i] | c.s[f]->summ[i]; \
+	} while (0)
+	FLT_DESC(XDPR_FF_SRC, flt_addr(slot, fp, XDPR_FF_SRC, fp->src));
+	FLT_DESC(XDPR_FF_DST, flt_addr(slot, fp, XDPR_FF_DST, fp->dst));
+	FLT_DESC(XDPR_FF_SPORT, flt_val(vals, XDPR_FV_SPORT + fp->sport));
+	FLT_DESC(XDPR_FF_DPORT, flt_val(vals, XDPR_FV_DPORT + fp->dport));
+	FLT_DESC(XDPR_FF_PROTO, flt_val(vals, XDPR_FV_PROTO + (fp->family == 6 ? 256 : 0) + fp->proto));
+	FLT_DESC(XDPR_FF_IN, flt_if(ifs, ctx->ingress_ifindex, XDPR_FF_IN));
+	FLT_DESC(XDPR_FF_OUT, flt_if(ifs, fp->out_if, XDPR_FF_OUT));
+	FLT_DESC(XDPR_FF_STATE, flt_val(vals, XDPR_FV_STATE + (state & 3)));
+#undef FLT_DESC
+	fp->pos = -1;
+	bpf_loop(XDPR_FLT_WORDS, flt_cand_cb, &c, 0);
+	return fp->pos;
+}
+
+static __always_inline void flt_count(__u32 id, __u64 bytes)
+{
+	struct xdpr_ctr *c = bpf_map_lookup_elem(&xdpr_flt_stats, &id);
+
+	if (c) {
+		c->packets++;
+		c->bytes += bytes;
+	}
+}
+
+/* State of a packet no flow state knows (enum xdpr_flt_state). */
+static __always_inline __u32 flt_new_state(const struct flt_pkt *fp)
+{
+	__u8 t = fp->sport; /* ICMP: the type */
+
+	if (fp->proto == IPPROTO_TCP) {
+		__u8 f = fp->tcp_flags & (TCPF_SYN | TCPF_ACK | TCPF_RST | TCPF_FIN);
+
+		/* a SYN, or a bare ACK: a flow picked up mid-stream, as conntrack does */
+		return f == TCPF_SYN || f == TCPF_ACK ? XDPR_FS_NEW : XDPR_FS_INVALID;
+	}
+	if (fp->proto == IPPROTO_ICMP && fp->family == 4)
+		return t == ICMP_ECHO || t == 13 || t == 15 || t == 17 ? XDPR_FS_NEW : XDPR_FS_INVALID;
+	if (fp->proto == IPPROTO_ICMPV6 && fp->family == 6)
+		return t == ICMP6_ECHO_REQUEST || t == ICMP6_NI_QUERY ? XDPR_FS_NEW : XDPR_FS_INVALID;
+	return XDPR_FS_NEW;
+}
+
+/*
+ * The packet's state, from the flow states: FLT_PASS when it passes on its
+ * state now, else an enum xdpr_flt_state to classify it with.  Sets
+ * fp->keyed (and fp->key) when a new flow accepted now gets a state.
+ */
+#define FLT_PASS 0x100
+
+__noinline int flt_track(struct flt_pkt *fp, __u32 see_est, __u64 now)
+{
+	struct xdpr_cfg *cfg;
+	struct xdpr_flow *f;
+	__u32 zero = 0;
+	int from_a = 1;
+
+	if (!fp)
+		return XDPR_FS_INVALID;
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (!cfg)
+		return XDPR_FS_INVALID;
+	fp->keyed = 0;
+	if (!fp->nat && !fp->nokey) {
+		flow_key(&fp->key, fp->src, fp->dst, fp->ksport, fp->kdport, fp->proto, fp->family, &from_a);
+		fp->from_a = from_a;
+		fp->keyed = 1;
+		f = bpf_map_lookup_elem(&xdpr_flt_flows, &fp->key);
+		if (f && !flow_expired(cfg, f, fp->proto, now)) {
+			int out = from_a ^ f->orig_b;
+			__u8 bits = flow_bits(fp->proto, fp->tcp_flags, out);
+			__u8 closed = f->state & (XDPR_CT_RST | XDPR_CT_FIN_OUT);
+
+			/* a new connection over a closed one's ports starts afresh */
+			if (!(fp->proto == IPPROTO_TCP && out && closed &&
+			      (fp->tcp_flags & (TCPF_SYN | TCPF_ACK)) == TCPF_SYN)) {
+				if ((f->state | bits) != f->state)
+					f->state |= bits;
+				if (now - f->last_seen > NSEC)
+					f->last_seen = now; /* a shared line: at most once a second */
+				fp->keyed = 0;
+				return see_est ? XDPR_FS_ESTABLISHED : FLT_PASS;
+			}
+		}
+	}
+	if (!fp->icmp_err)
+		return flt_new_state(fp);
+	fp->keyed = 0;
+	if (fp->iproto) {
+		struct xdpr_flow_key ik;
+		int ia;
+
+		flow_key(&ik, fp->isrc, fp->idst, fp->iksport, fp->ikdport, fp->iproto, fp->family, &ia);
+		f = bpf_map_lookup_elem(&xdpr_flt_flows, &ik);
+		if (f && !flow_expired(cfg, f, fp->iproto, now))
+			return see_est ? XDPR_FS_RELATED : FLT_PASS;
+	}
+	return XDPR_FS_INVALID;
+}
+
+/*
+ * The filter's verdict on the packet in the per-CPU flt_pkt: STEP_NEXT
+ * (accepted: go on), STEP_FLT_REJECT (answer it: the caller builds the
+ * answer), or the drop reason.
+ */
+__noinline int filter_run(struct xdp_md *ctx)
+{
+	struct flt_pkt *fp = flt_scratch();
+	struct xdpr_flt_hdr *hdr;
+	struct xdpr_flt_rule *r;
+	struct xdpr_cfg *cfg;
+	__u32 zero = 0, slot, id = 0;
+	__u64 now = bpf_ktime_get_coarse_ns();
+	int pos = -1, state;
+	void *rules;
+
+	if (!ctx || !fp)
+		return XDPR_DROP_FILTER_HDR;
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (!cfg)
+		return XDPR_DROP_FILTER_POLICY;
+	slot = cfg->flt_slot & 1; /* read once: header, maps and rules from one list */
+	hdr = bpf_map_lookup_elem(&xdpr_flt_hdr, &slot);
+	if (!hdr)
+		return XDPR_DROP_FILTER_POLICY;
+	if (fp->frag && fp->nokey) {
+		/* a later fragment: what its first fragment got (no ports to judge by) */
+		__u64 *t = bpf_map_lookup_elem(&xdpr_flt_frags, &fp->frag_key);
+
+		if (t && now - *t < XDPR_FLT_FRAG_NS)
+			return STEP_NEXT;
+	}
+	state = flt_track(fp, hdr->flags & XDPR_FLT_SEE_EST, now);
+	if (state == FLT_PASS)
+		goto accept;
+	if (hdr->nrules)
+		pos = flt_classify(ctx, slot, fp, state);
+	if (pos == -2)
+		return XDPR_DROP_FILTER_POLICY; /* a list half there: fail closed */
+	if (pos >= 0) {
+		__u32 p = pos;
+
+		rules = bpf_map_lookup_elem(&xdpr_flt_rule, &slot);
+		r = rules ? bpf_map_lookup_elem(rules, &p) : NULL;
+		if (!r)
+			return XDPR_DROP_FILTER_POLICY;
+		id = r->id;
+		flt_count(id, fp->bytes);
+		if (r->action == XDPR_FLT_DROP)
+			return XDPR_DROP_FILTER;
+		if (r->action == XDPR_FLT_REJECT)
+			return STEP_FLT_REJECT;
+	} else {
+		flt_count(0, fp->bytes);
+		if (hdr->policy != XDPR_FLT_ACCEPT)
+			return XDPR_DROP_FILTER_POLICY;
+	}
+accept:
+	if (fp->frag && !fp->nokey)
+		bpf_map_update_elem(&xdpr_flt_frags, &fp->frag_key, &now, BPF_ANY);
+	if (fp->keyed && state == XDPR_FS_NEW) {
+		struct xdpr_flow *v = &fp->nv;
+
+		__builtin_memset(v, 0, sizeof(*v));
+		v->last_seen = now;
+		v->created = now;
+		v->rule = id;
+		v->orig_b = !fp->from_a;
+		v->in_if = ctx->ingress_ifindex;
+		v->state = flow_bits(fp->proto, fp->tcp_flags, 1);
+		bpf_map_update_elem(&xdpr_flt_flows, &fp->key, v, BPF_ANY);
+	}
+	return STEP_NEXT;
+}
+
+/* ---- the packet, IPv4 and IPv6 ---- */
+
+
+/* L4 fields of a packet or of a quoted one; -1 when a header the filter needs is cut short. */
+static __always_inline int flt_l4(void *l4, void *end, void *lim, __u8 proto, __u8 icmp_proto, __u16 *sport,
+				  __u16 *dport, __be16 *ks, __be16 *kd, __u8 *flags, int quoted)
+{
+	__u8 *b = l4;
+
+	*sport = *dport = 0;
+	*ks = *kd = 0;
+	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP) {
+		/* a quote holds 8 bytes; a packet its whole header (RFC 1858: no tiny fragments) */
+		if (proto == IPPROTO_TCP && !quoted) {
+			if (l4 + 20 > end || l4 + 20 > lim)
+				return -1;
+			*flags = b[13];
+		} else if (l4 + 8 > end || l4 + 8 > lim) {
+			return -1;
+		}
+		*ks = *(__be16 *)b;
+		*kd = *(__be16 *)(b + 2);
+		*sport = bpf_ntohs(*ks);
+		*dport = bpf_ntohs(*kd);
+		return 0;
+	}
+	if (proto == icmp_proto) {
+		if (l4 + 8 > end || l4 + 8 > lim)
+			return -1;
+		*sport = b[0];
+		*dport = b[1];
+		if ((icmp_proto == IPPROTO_ICMP && (b[0] == ICMP_ECHO || b[0] == ICMP_ECHOREPLY)) ||
+		    (icmp_proto == IPPROTO_ICMPV6 &&
+		     (b[0] == ICMP6_ECHO_REQUEST || b[0] == ICMP6_ECHO_REPLY)))
+			*ks = *kd = *(__be16 *)(b + 4);
+	}
+	return 0;
+}
+
+/*
+ * IPv4: the packet at io (as the NAT steps see it), leaving through out_if,
+ * into the filter's view (flt_pkt): STEP_NEXT, then filter_run judges it.
+ * nat: a NAT session is about to be created for it (no flow state of ours).
+ */
+__noinline int filter4_view(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_if, __u32 nat)
+{
+	struct flt_pkt *fp = flt_scratch();
+	struct pkt4 pk, *p = &pk;
+	void *end;
+
+	if (!ctx || !io || !fp || pkt4_view(ctx, io, p))
+		return XDPR_DROP_FILTER_HDR;
+	end = p->end;
+	__builtin_memset(fp, 0, sizeof(*fp));
+	fp->family = 4;
+	fp->proto = p->iph->protocol;
+	__builtin_memcpy(fp->src, &p->iph->saddr, 4);
+	__builtin_memcpy(fp->dst, &p->iph->daddr, 4);
+	fp->out_if = out_if;
+	fp->nat = nat;
+	fp->bytes = (long)ctx->data_end - (long)ctx->data;
+	if (p->frag) {
+		fp->frag = 1;
+		fp->frag_key.saddr = p->iph->saddr;
+		fp->frag_key.daddr = p->iph->daddr;
+		fp->frag_key.id = p->iph->id;
+		fp->frag_key.proto = p->iph->protocol;
+	}
+	if (!p->l4) {
+		fp->nokey = 1; /* a later fragment: portless */
+		return STEP_NEXT;
+	}
+	if (flt_l4(p->l4, end, p->ip_end, fp->proto, IPPROTO_ICMP, &fp->sport, &fp->dport, &fp->ksport, &fp->kdport,
+		   &fp->tcp_flags, 0))
+		return XDPR_DROP_FILTER_HDR;
+	if (fp->proto == IPPROTO_ICMP &&
+	    (fp->sport == ICMP_DEST_UNREACH || fp->sport == ICMP_TIME_EXCEEDED ||
+	     fp->sport == ICMP_PARAMETERPROB || fp->sport == 4 || fp->sport == 5)) {
+		struct iphdr *in = p->l4 + 8;
+		__u16 s, d;
+		__u8 fl = 0;
+
+		fp->icmp_err = 1;
+		if ((void *)(in + 1) <= end && (void *)(in + 1) <= p->ip_end && in->version == 4 && in->ihl >= 5 &&
+		    !(in->frag_off & bpf_htons(IP_OFFSET))) {
+			void *il4 = (void *)in + (in->ihl & 0xf) * 4;
+
+			if (!flt_l4(il4, end, p->ip_end, in->protocol, IPPROTO_ICMP, &s, &d, &fp->iksport, &fp->ikdport,
+				    &fl, 1)) {
+				fp->iproto = in->protocol;
+				__builtin_memcpy(fp->isrc, &in->saddr, 4);
+				__builtin_memcpy(fp->idst, &in->daddr, 4);
+			}
+		}
+	}
+	return STEP_NEXT;
+}
+
+/*
+ * IPv6: the packet right after the Ethernet header; l4 is the transport
+ * header's offset (0: a later fragment) and proto its protocol, as the
+ * extension header walk (ip6_l4) found them.
+ */
+__noinline int filter6_view(struct xdp_md *ctx, __u32 l4off, __u32 proto, __u32 out_if)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct flt_pkt *fp = flt_scratch();
+	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
+	void *ip_end, *l4;
+
+	if (!ctx || !fp || (void *)(ip6h + 1) > end)
+		return XDPR_DROP_FILTER_HDR;
+	ip_end = (void *)(ip6h + 1) + bpf_ntohs(ip6h->payload_len);
+	if (ip_end > end)
+		return XDPR_DROP_FILTER_HDR;
+	__builtin_memset(fp, 0, sizeof(*fp));
+	fp->family = 6;
+	fp->proto = proto;
+	__builtin_memcpy(fp->src, &ip6h->saddr, 16);
+	__builtin_memcpy(fp->dst, &ip6h->daddr, 16);
+	fp->out_if = out_if;
+	fp->bytes = end - data;
+	if (!l4off) {
+		fp->nokey = 1;
+		return STEP_NEXT;
+	}
+	l4 = data + (l4off & 0x3ff);
+	if (flt_l4(l4, end, ip_end, proto, IPPROTO_ICMPV6, &fp->sport, &fp->dport, &fp->ksport, &fp->kdport,
+		   &fp->tcp_flags, 0))
+		return XDPR_DROP_FILTER_HDR;
+	if (proto == IPPROTO_ICMPV6 && fp->sport >= ICMP6_DST_UNREACH && fp->sport <= ICMP6_PARAMPROB) {
+		struct ipv6hdr *in = l4 + 8;
+		__u16 s, d;
+		__u8 fl = 0;
+
+		fp->icmp_err = 1;
+		/* the quote's transport header right after its fixed header (no extension walk) */
+		if ((void *)(in + 1) <= end && (void *)(in + 1) <= ip_end && !ip6_is_exthdr(in->nexthdr) &&
+		    !flt_l4(in + 1, end, ip_end, in->nexthdr, IPPROTO_ICMPV6, &s, &d, &fp->iksport, &fp->ikdport,
+			    &fl, 1)) {
+			fp->iproto = in->nexthdr;
+			__builtin_memcpy(fp->isrc, &in->saddr, 16);
+			__builtin_memcpy(fp->idst, &in->daddr, 16);
+		}
+	}
+	return STEP_NEXT;
+}
+
+/*
+ * The transport header of an IPv6 packet behind its extension headers (at
+ * most 8): proto << 16 | its offset from the frame start (offset 0: a later
+ * fragment, no transport header), or -1 when the chain is cut short or too
+ * long.  Global: its many paths end here, once.
+ */
+__noinline int ip6_l4(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
+	__u8 nh;
+	void *pos;
+
+	if (!ctx || (void *)(ip6h + 1) > end)
+		return -1;
+	nh = ip6h->nexthdr;
+	pos = ip6h + 1;
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		__u8 *h = pos;
+		__u32 len;
+
+		if (pos - data > 1000)
+			return -1;
+		if (nh != 0 && nh != 43 && nh != 60 && nh != 44 && nh != 51)
+			return (__u32)nh << 16 | (__u32)(pos - data);
+		if ((void *)(h + 8) > end)
+			return -1;
+		if (nh == 44) {
+			/* fragment header: offset != 0 means no transport header here */
+			if ((bpf_ntohs(*(__be16 *)(h + 2)) & 0xfff8) != 0)
+				return (__u32)h[0] << 16;
+			len = 8;
+		} else if (nh == 51) {
+			len = (h[1] + 2) * 4;
+		} else {
+			len = (h[1] + 1) * 8;
+		}
+		nh = h[0];
+		pos += len;
+	}
+	return -1;
+}
+
+/* Each call from the program's top frame: the classifier's call chain needs the stack. */
+#define filter4(ctx, io, out_if, nat) ({                          \
+	int __r = filter4_view(ctx, io, out_if, nat);             \
+	__r == STEP_NEXT ? filter_run(ctx) : __r; })
+
+
+#endif /* XDPR_FILTER_H */
