@@ -23,9 +23,21 @@ unchanged() {
 	is "$(flt_rules)" "$1" "$2: filter show -j unchanged"
 }
 
+# jx JQ ARGS...: `xdpr -j ARGS` through jq (compact, sorted keys, strings
+# raw); a failure prints "exit N: what it said" instead.
+jx() {
+	local f=$1 out
+	shift
+	if out=$(xdpr -j "$@" 2>&1); then
+		jq -r -c -S "$f" <<<"$out" 2>&1
+	else
+		echo "exit $?: $out"
+	fi
+}
+
 # rules: the rule list as "NUM: RULE" lines (from -j).
 rules() {
-	xdpr -j filter show 2>&1 | jq -r '.rules[] | "\(.num): \(.rule)"' 2>&1
+	jx '.rules[] | "\(.num): \(.rule)"' filter show
 }
 
 # rule_ctr N FIELD: packets or bytes of rule N.
@@ -79,10 +91,10 @@ is "$(rules)" "1: proto icmp icmp-type 8 accept
 3: src 10.0.1.0/24 proto udp dport 53 drop
 4: dst 2001:db8:2::/64 proto tcp sport 1024-65535 reject" "after del 2: the rules after it move up"
 ok "filter policy drop" xdpr filter policy drop
-is "$(xdpr -j filter show | jq -r .policy)" drop "-j filter show: policy drop"
+is "$(jx .policy filter show)" drop "-j filter show: policy drop"
 is "$(rules | wc -l)" 4 "the policy changed no rule"
 ok "filter policy accept" xdpr filter policy accept
-is "$(xdpr -j filter show | jq -r .policy)" accept "-j filter show: policy accept again"
+is "$(jx .policy filter show)" accept "-j filter show: policy accept again"
 
 # ---- the rule that matched counts the packet
 s0=$(ctr "$R" r0 drop_filter)
@@ -162,9 +174,9 @@ is "$RC/$OUT" "0/3 rules loaded" "load of 3 rules with comments and blank lines:
 is "$(rules)" "1: proto tcp dport 80-443 accept
 2: proto udp dport 53 accept
 3: src 192.0.2.0/24 drop" "the loaded rules replace the list, in file order"
-is "$(xdpr -j filter show | jq -r .policy)" drop "load kept the policy"
-is "$(xdpr -j filter load "$T_TMP/good" | jq -c .)" '{"loaded":3}' "-j filter load: {\"loaded\":3}"
-xdpr -j filter show | jq -r '.rules[].rule' >"$T_TMP/roundtrip"
+is "$(jx .policy filter show)" drop "load kept the policy"
+is "$(jx . filter load "$T_TMP/good")" '{"loaded":3}' "-j filter load: {\"loaded\":3}"
+jx '.rules[].rule' filter show >"$T_TMP/roundtrip"
 ok "filter load - (stdin) of what filter show prints" \
 	bash -c "timeout 20 ip netns exec '$R' '$XDPR' filter load - <'$T_TMP/roundtrip'"
 is "$(rules)" "1: proto tcp dport 80-443 accept
@@ -173,7 +185,7 @@ is "$(rules)" "1: proto tcp dport 80-443 accept
 
 # ---- flush keeps the policy
 ok "filter flush" xdpr filter flush
-is "$(xdpr -j filter show | jq -c '[.rules, .policy]')" '[[],"drop"]' "after flush: no rules, policy still drop"
+is "$(jx '[.rules, .policy]' filter show)" '[[],"drop"]' "after flush: no rules, policy still drop"
 ok "filter policy accept" xdpr filter policy accept
 
 # ---- sets
@@ -181,10 +193,10 @@ cli "$R" -j set show
 is "$RC/$(jq -c . <<<"$OUT" 2>&1)" "0/[]" "-j set show with no set: []"
 ok "set add web 10.0.2.0/24 2001:db8:2::/64" xdpr set add web 10.0.2.0/24 2001:db8:2::/64
 ok "set add web 10.9.0.0/16 (a member more)" xdpr set add web 10.9.0.0/16
-is "$(xdpr -j set show web | jq -c '.[] | [.name, .count, .ipv4, .ipv6, (.members | sort)]')" \
+is "$(jx '.[] | [.name, .count, .ipv4, .ipv6, (.members | sort)]' set show web)" \
 	'["web",3,2,1,["10.0.2.0/24","10.9.0.0/16","2001:db8:2::/64"]]' "-j set show web: 3 members, 2 IPv4, 1 IPv6"
 ok "set del web 10.9.0.0/16" xdpr set del web 10.9.0.0/16
-is "$(xdpr -j set show web | jq -c '.[0].members | sort')" '["10.0.2.0/24","2001:db8:2::/64"]' "the member is gone"
+is "$(jx '.[0].members | sort' set show web)" '["10.0.2.0/24","2001:db8:2::/64"]' "the member is gone"
 cli_fails "set add: a member already there" 1 'already in set "web"' "$R" set add web 10.0.2.0/24
 cli_fails "set del: a member not there" 1 'not in set "web"' "$R" set del web 10.8.0.0/16
 cli_fails "set add: bad name" 2 'invalid set name "a/b"' "$R" set add a/b 10.0.0.0/8
@@ -197,20 +209,20 @@ cli_fails "unknown set command" 2 'unknown set command "frob"' "$R" set frob
 ok "filter policy drop" xdpr filter policy drop
 ok "filter add dst @web proto icmp icmp-type 8 accept" xdpr filter add dst @web proto icmp icmp-type 8 accept
 is "$(rules)" "1: dst @web proto icmp icmp-type 8 accept" "the rule names the set as @web"
-is "$(xdpr -j set show web | jq -c '.[0].rules')" '[1]' "-j set show web: used by rule 1"
+is "$(jx '.[0].rules' set show web)" '[1]' "-j set show web: used by rule 1"
 ok "ping C -> S (10.0.2.2 is in @web)" ping4 "$C" 10.0.2.2 2
 one=$(flt_rules)
-sets=$(xdpr -j set show | jq -S -c .)
+sets=$(jx . set show)
 cli_fails "set del web while rule 1 uses it" 1 'set "web" is used by' "$R" set del web
 unchanged "$one" "deleting a set in use"
-is "$(xdpr -j set show | jq -S -c .)" "$sets" "the set is still there, unchanged"
+is "$(jx . set show)" "$sets" "the set is still there, unchanged"
 ok "set del web 10.0.2.0/24 (the member the ping matched)" xdpr set del web 10.0.2.0/24
 ok "ping C -> S no longer passes (the rule's set changed)" not ping4 "$C" 10.0.2.2 2
 ok "set add web 10.0.2.0/24 again" xdpr set add web 10.0.2.0/24
 ok "ping C -> S passes again" ping4 "$C" 10.0.2.2 2
 ok "filter del 1" xdpr filter del 1
 ok "set del web (no longer used)" xdpr set del web
-is "$(xdpr -j set show | jq -c .)" '[]' "-j set show: no set left"
+is "$(jx . set show)" '[]' "-j set show: no set left"
 ok "filter policy accept" xdpr filter policy accept
 
 done_testing
