@@ -30,6 +30,11 @@ for filter_diff.t (xdpr's filter against nftables).
         rules_deciding N by_policy N states N" (by_policy: flows no rule
         matched; states: accepted flows that may start one, which get a
         flow state).
+    decode6 PCAP
+        the capture's IPv6 packets as JSON: src dst nh hlim, "csum_ok" (TCP,
+        UDP, ICMPv6 checksum over the pseudo header), TCP sport dport
+        tcp_flags, ICMPv6 icmp_type icmp_code and for errors "q", the quoted
+        packet's src dst nh sport dport.
     packet DEV DST_MAC COUNT SCAPY_EXPR
         send COUNT copies of Ether(src=DEV's MAC, dst=DST_MAC) / SCAPY_EXPR
         (an expression over scapy's names, e.g. "IP(dst='10.0.2.2')/UDP()").
@@ -603,6 +608,34 @@ def cmd_send(corpus, *ifmac):
         s.close()
 
 
+def cmd_decode6(path):
+    import logging
+    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+    from scapy.all import PcapReader, IPv6, TCP, UDP
+    from scapy.layers.inet6 import in6_chksum
+    out = []
+    for p in PcapReader(path):
+        if IPv6 not in p:
+            continue
+        ip = p[IPv6]
+        d = {"src": ip.src, "dst": ip.dst, "nh": ip.nh, "hlim": ip.hlim}
+        body = bytes(ip.payload)
+        if ip.nh in (6, 17, 58):
+            d["csum_ok"] = in6_chksum(ip.nh, ip, body) == 0
+        if ip.nh == 6 and TCP in p:
+            d.update(sport=p[TCP].sport, dport=p[TCP].dport, tcp_flags=int(p[TCP].flags))
+        elif ip.nh == 58 and len(body) >= 8:
+            d.update(icmp_type=body[0], icmp_code=body[1])
+            if body[0] < 128 and len(body) >= 48:
+                q = IPv6(body[8:])
+                d["q"] = {"src": q.src, "dst": q.dst, "nh": q.nh}
+                if UDP in q or TCP in q:
+                    l4 = q[UDP] if UDP in q else q[TCP]
+                    d["q"].update(sport=l4.sport, dport=l4.dport)
+        out.append(d)
+    json.dump(out, sys.stdout)
+
+
 def cmd_packet(dev, dst_mac, count, expr):
     import logging
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
@@ -762,7 +795,7 @@ def check_counters(js, rules, per_rule):
 
 
 if __name__ == "__main__":
-    cmds = {"gen": cmd_gen, "send": cmd_send, "seen": cmd_seen, "check": cmd_check, "model": cmd_model,
+    cmds = {"gen": cmd_gen, "send": cmd_send, "seen": cmd_seen, "check": cmd_check, "model": cmd_model, "decode6": cmd_decode6,
             "packet": cmd_packet}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
