@@ -71,7 +71,9 @@ struct flt_pkt {
 	__u8 from_a;        /* flt_track: the packet comes from key's endpoint a */
 	__u8 pad2[2];
 	struct xdpr_flow_key key;
+	struct xdpr_flow_key ikey; /* flt_track: the quoted packet's flow */
 	__u64 cand[XDPR_FLT_SUMM]; /* flt_classify: candidate words left */
+	__u32 sid[XDPR_FF_MAX];    /* flt_classify: S_f, the descriptor of the packet's value */
 	__s32 pos;          /* flt_classify: first matching rule's position, -1: none */
 	__s32 cont;         /* fwd_ip6 -> fwd6_finish: the exit once accepted, -1: the path's end */
 	__u16 l4off;        /* IPv6: transport header offset (reject6) */
@@ -178,8 +180,7 @@ static __always_inline __u8 flow_bits(__u8 proto, __u8 tcp_flags, int out)
 /* ---- classification ---- */
 
 struct flt_cls {
-	const struct xdpr_flt_desc *s[XDPR_FF_MAX]; /* S_f: rules that accept the packet's value */
-	struct flt_pkt *fp; /* cand[], pos */
+	struct flt_pkt *fp; /* cand[], sid[], pos */
 	__u32 slot;
 	__u32 pad;
 };
@@ -215,18 +216,19 @@ static __always_inline __u64 flt_sword(void *words, const struct xdpr_flt_desc *
  * one verification, whatever the caller's path (the branches per field
  * would multiply otherwise).
  */
-__noinline __u64 flt_fword(__u32 where, const struct xdpr_flt_desc *sd)
+__noinline __u64 flt_fword(__u32 where, __u32 sid)
 {
 	__u32 slot = (where >> 16) & 1, f = (where >> 12) & 7, i = (where >> 6) & 7, b = where & 63;
 	void *words = bpf_map_lookup_elem(&xdpr_flt_word, &slot);
 	void *descs = bpf_map_lookup_elem(&xdpr_flt_desc, &slot);
-	const struct xdpr_flt_desc *wd;
+	const struct xdpr_flt_desc *wd, *sd;
 	__u64 v = 0;
 
-	if (!words || !descs || !sd)
+	if (!words || !descs)
 		return 0;
 	wd = bpf_map_lookup_elem(descs, &f); /* W_f: rules that do not look at field f */
-	if (!wd)
+	sd = bpf_map_lookup_elem(descs, &sid); /* S_f */
+	if (!wd || !sd)
 		return 0;
 	if ((wd->summ[i] >> b) & 1)
 		v = flt_word(words, f * XDPR_FLT_WORDS + i * 64 + b);
@@ -255,7 +257,7 @@ static long flt_cand_cb(__u32 idx, void *arg)
 	fp->cand[i & 7] = x & (x - 1);
 #pragma unroll
 	for (int f = 0; f < XDPR_FF_MAX; f++) {
-		m &= flt_fword(c->slot << 16 | f << 12 | (i * 64 + b), c->s[f]);
+		m &= flt_fword(c->slot << 16 | f << 12 | (i * 64 + b), fp->sid[f]);
 		if (!m)
 			return 0;
 	}
@@ -310,8 +312,9 @@ static __always_inline __u32 flt_addr(__u32 slot, struct flt_pkt *fp, __u32 fiel
  * The first rule of the slot's list that matches: its position, -1 when
  * none does, -2 when the slot is incomplete (fail closed).
  */
-__noinline int flt_classify(struct xdp_md *ctx, __u32 slot, struct flt_pkt *fp, __u32 state)
+__noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 {
+	struct flt_pkt *fp = flt_scratch(); /* a map value: its fields may be map keys (6.1) */
 	void *descs = bpf_map_lookup_elem(&xdpr_flt_desc, &slot);
 	void *vals = bpf_map_lookup_elem(&xdpr_flt_val, &slot);
 	void *ifs = bpf_map_lookup_elem(&xdpr_flt_if, &slot);
@@ -327,15 +330,16 @@ __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, struct flt_pkt *fp, 
 #define FLT_DESC(f, idexpr)                                  \
 	do {                                                 \
 		__u32 wf = f;                                \
-		const struct xdpr_flt_desc *w;               \
+		const struct xdpr_flt_desc *w, *sd;          \
 		id = idexpr;                                 \
 		w = bpf_map_lookup_elem(descs, &wf);         \
-		c.s[f] = bpf_map_lookup_elem(descs, &id);   \
-		if (!w || !c.s[f])                           \
+		sd = bpf_map_lookup_elem(descs, &id);        \
+		if (!w || !sd)                               \
 			return -2;                           \
+		fp->sid[f] = id;                             \
 		_Pragma("unroll")                            \
 		for (int i = 0; i < XDPR_FLT_SUMM; i++)      \
-			fp->cand[i] &= w->summ[i] | c.s[f]->summ[i]; \
+			fp->cand[i] &= w->summ[i] | sd->summ[i]; \
 	} while (0)
 	FLT_DESC(XDPR_FF_SRC, flt_addr(slot, fp, XDPR_FF_SRC, fp->src));
 	FLT_DESC(XDPR_FF_DST, flt_addr(slot, fp, XDPR_FF_DST, fp->dst));
@@ -386,8 +390,9 @@ static __always_inline __u32 flt_new_state(const struct flt_pkt *fp)
  */
 #define FLT_PASS 0x100
 
-__noinline int flt_track(struct flt_pkt *fp, __u32 see_est, __u64 now)
+__noinline int flt_track(__u32 see_est, __u64 now)
 {
+	struct flt_pkt *fp = flt_scratch(); /* a map value: its fields may be map keys (6.1) */
 	struct xdpr_cfg *cfg;
 	struct xdpr_flow *f;
 	__u32 zero = 0;
@@ -425,11 +430,10 @@ __noinline int flt_track(struct flt_pkt *fp, __u32 see_est, __u64 now)
 		return flt_new_state(fp);
 	fp->keyed = 0;
 	if (fp->iproto) {
-		struct xdpr_flow_key ik;
 		int ia;
 
-		flow_key(&ik, fp->isrc, fp->idst, fp->iksport, fp->ikdport, fp->iproto, fp->family, &ia);
-		f = bpf_map_lookup_elem(&xdpr_flt_flows, &ik);
+		flow_key(&fp->ikey, fp->isrc, fp->idst, fp->iksport, fp->ikdport, fp->iproto, fp->family, &ia);
+		f = bpf_map_lookup_elem(&xdpr_flt_flows, &fp->ikey);
 		if (f && !flow_expired(cfg, f, fp->iproto, now))
 			return see_est ? XDPR_FS_RELATED : FLT_PASS;
 	}
@@ -468,11 +472,11 @@ __noinline int filter_run(struct xdp_md *ctx)
 		if (t && now - *t < XDPR_FLT_FRAG_NS)
 			return STEP_NEXT;
 	}
-	state = flt_track(fp, hdr->flags & XDPR_FLT_SEE_EST, now);
+	state = flt_track(hdr->flags & XDPR_FLT_SEE_EST, now);
 	if (state == FLT_PASS)
 		goto accept;
 	if (hdr->nrules)
-		pos = flt_classify(ctx, slot, fp, state);
+		pos = flt_classify(ctx, slot, state);
 	if (pos == -2)
 		return XDPR_DROP_FILTER_POLICY; /* a list half there: fail closed */
 	if (pos >= 0) {
@@ -620,10 +624,13 @@ __noinline int filter6_view(struct xdp_md *ctx, __u32 l4off, __u32 proto, __u32 
 	struct flt_pkt *fp = flt_scratch();
 	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
 	void *ip_end, *l4;
+	__u32 plen;
 
 	if (!ctx || !fp || (void *)(ip6h + 1) > end)
 		return XDPR_DROP_FILTER_HDR;
-	ip_end = (void *)(ip6h + 1) + bpf_ntohs(ip6h->payload_len);
+	plen = bpf_ntohs(ip6h->payload_len);
+	asm volatile("%0 &= 0xffff" : "+r"(plen)); /* bounded for older verifiers (6.1, 6.12) */
+	ip_end = (void *)(ip6h + 1) + plen;
 	if (ip_end > end)
 		return XDPR_DROP_FILTER_HDR;
 	__builtin_memset(fp, 0, sizeof(*fp));

@@ -218,6 +218,7 @@ static __always_inline int icmp6_prohibited(struct xdp_md *ctx)
 	quote = (long)end - (long)ip6;
 	if (quote > ICMP6_QUOTE_MAX)
 		quote = ICMP6_QUOTE_MAX;
+	quote &= ~1u; /* whole 16-bit words: the checksum loop sums no half word */
 	if (!icmp_budget_take())
 		return XDPR_DROP_FILTER_REJECT_LIMIT;
 	__builtin_memcpy(smac, eth->h_dest, ETH_ALEN);

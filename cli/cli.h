@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "libxdpr.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -66,6 +67,22 @@ int parse_prefix(const char *s, struct xdpr_route_spec *rs, char *err, size_t le
 int parse_route(int argc, char **argv, struct xdpr_route_spec *rs, char *err, size_t len);
 struct xdpr;
 int print_nat_rules(struct xdpr *x, bool counters_only);
+
+int do_filter(int argc, char **argv);
+int do_set(int argc, char **argv);
+/* The words after "filter add": 0 or EXIT_USAGE with the message in err. */
+int parse_filter_rule(int argc, char **argv, struct xdpr_flt_spec *r, char *err, size_t len);
+/* A rule in canonical words, the ones parse_filter_rule reads back to it. */
+void fmt_filter_rule(const struct xdpr_flt_spec *r, char *buf, size_t len);
+/*
+ * A "filter load" file: one rule a line, '#' comments, blank lines.  *out
+ * and *lines (the line of each rule) malloc'd.  0, or EXIT_USAGE / EXIT_FAIL
+ * with the message in err and the line in *errline.
+ */
+int parse_filter_file(FILE *f, struct xdpr_flt_spec **out, size_t **lines, size_t *n,
+		      size_t *errline, char *err, size_t len);
+/* A set member: PREFIX of either family, host bits zero. */
+int parse_member(const char *s, struct xdpr_flt_member *m, char *err, size_t len);
 
 /* "2026-11-30T04:15:26Z" */
 void fmt_time(unsigned long long t, char *buf, size_t len);

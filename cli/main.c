@@ -40,6 +40,8 @@ static void usage(FILE *f)
 		"       xdpr [OPTIONS] stats [show] [dev DEV] [interval SECS [count N]]\n"
 		"       xdpr [OPTIONS] nat { add | replace | del | show | sessions | flush | gc | timeout | limit } ...\n"
 		"       xdpr [OPTIONS] route { add | replace | del | flush | show | load } ...\n"
+		"       xdpr [OPTIONS] filter { add | insert | del | flush | policy | load | show } ...\n"
+		"       xdpr [OPTIONS] set { add | del | flush | show } ...\n"
 		"       xdpr help\n"
 		"OPTIONS := { -j|--json  -p|--pretty  -s|--stats (twice: per CPU)  -V|--version  -h|--help }\n");
 }
@@ -52,6 +54,8 @@ static const struct {
 	{ "stats", do_stats },
 	{ "nat",   do_nat },
 	{ "route", do_route },
+	{ "filter", do_filter },
+	{ "set",   do_set },
 };
 
 int main(int argc, char **argv)

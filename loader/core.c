@@ -32,8 +32,21 @@ const char *const map_names[XM_MAX] = {
 	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
 	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RTDIR] = "xdpr_rtdir",  [XM_RTREC] = "xdpr_rtrec",
 	[XM_RTNH] = "xdpr_rtnh",
-	[XM_RTSTATS] = "xdpr_rt_stats", [XM_SINCE] = "xdpr_since",
+	[XM_RTSTATS] = "xdpr_rt_stats",
+	[XM_FLT_WORD] = XDPR_MAP_FLT_WORD, [XM_FLT_DESC] = XDPR_MAP_FLT_DESC,
+	[XM_FLT_VAL] = XDPR_MAP_FLT_VAL,   [XM_FLT_RULE] = XDPR_MAP_FLT_RULE,
+	[XM_FLT_LPM4] = XDPR_MAP_FLT_LPM4, [XM_FLT_LPM6] = XDPR_MAP_FLT_LPM6,
+	[XM_FLT_IF] = XDPR_MAP_FLT_IF,     [XM_FLT_HDR] = XDPR_MAP_FLT_HDR,
+	[XM_FLT_STATS] = XDPR_MAP_FLT_STATS, [XM_FLOWS] = XDPR_MAP_FLOWS,
+	[XM_FLT_FRAGS] = XDPR_MAP_FRAGS,
+	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 };
+
+/* The library's own maps (bound to the program): a router may lack them. */
+static bool map_optional(int m)
+{
+	return m == XM_SINCE || m == XM_FLT_CTL;
+}
 
 void seterr(struct xdpr *x, const char *fmt, ...)
 {
@@ -109,26 +122,45 @@ static __u64 prog_since(int prog_fd)
 		boot.tv_nsec + info.load_time) / 1000000000ULL;
 }
 
-/* Adopt the maps of a running instance (first one found wins). */
+/*
+ * Adopt the maps of a running instance (first one found wins).  The
+ * program's map ids are asked for twice: how many, then which (the
+ * datapath's maps and those bound to it; more than a fixed array holds).
+ */
 static int adopt_maps(struct xdpr *x, int prog_fd)
 {
 	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info), ids[32], i;
+	__u32 len = sizeof(info), *ids, n, i;
+	int err = 0;
 
-	info.nr_map_ids = 32;
-	info.map_ids = (__u64)(unsigned long)ids;
 	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
 		return -errno;
-	for (i = 0; i < info.nr_map_ids && i < 32; i++) {
+	n = info.nr_map_ids;
+	ids = calloc(n ? n : 1, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	memset(&info, 0, sizeof(info));
+	len = sizeof(info);
+	info.nr_map_ids = n;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len)) {
+		free(ids);
+		return -errno;
+	}
+	/* bound meanwhile: the first n are enough, the next call sees the rest */
+	for (i = 0; i < info.nr_map_ids && i < n && !err; i++) {
 		struct bpf_map_info mi = {};
 		__u32 mlen = sizeof(mi);
 		int fd = bpf_map_get_fd_by_id(ids[i]), *slot = NULL;
 
-		if (fd < 0)
-			return -errno;
+		if (fd < 0) {
+			err = -errno;
+			break;
+		}
 		if (bpf_obj_get_info_by_fd(fd, &mi, &mlen)) {
+			err = -errno;
 			close(fd);
-			return -errno;
+			break;
 		}
 		for (int m = 0; m < XM_MAX; m++)
 			if (!strcmp(mi.name, map_names[m]))
@@ -138,7 +170,8 @@ static int adopt_maps(struct xdpr *x, int prog_fd)
 		else
 			close(fd);
 	}
-	return 0;
+	free(ids);
+	return err;
 }
 
 struct xdp_program *xdpr_find_ours(struct xdp_multiprog *mp)
@@ -264,7 +297,7 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 			l->since = t;
 	}
 	for (int m = 0; m < XM_MAX && x->nlinks; m++)
-		if (x->fd[m] < 0 && m != XM_SINCE) {
+		if (x->fd[m] < 0 && !map_optional(m)) {
 			/* xdpr_detach() still works on such a router: it needs no map */
 			seterr(x, "map %s not found: the attached program is of another xdpr version "
 				  "(detach it with \"xdpr link detach all\")", map_names[m]);
@@ -362,43 +395,71 @@ static int map_index(const char *name)
 	return -1;
 }
 
-/* Shape of the route table inner maps (from the skeleton), for building new ones. */
+/* Shape of the route table and filter inner maps (from the skeleton), for building new ones. */
 struct map_proto {
 	enum bpf_map_type type;
 	__u32 key, value, max, flags;
+	const char *name;
 };
-static struct map_proto rt_proto[XDPR_RT_MAPS];
+static struct map_proto rt_proto[XDPR_RT_MAPS], flt_proto[XDPR_FI_MAPS];
 
-static void set_proto(struct map_proto *p, const struct bpf_map *in)
+static void set_proto(struct map_proto *p, const struct bpf_map *in, const char *name)
 {
 	*p = (struct map_proto){ bpf_map__type(in), bpf_map__key_size(in), bpf_map__value_size(in),
-				 bpf_map__max_entries(in), bpf_map__map_flags(in) };
+				 bpf_map__max_entries(in), bpf_map__map_flags(in), name };
 }
 
 /* A map of that shape with that many entries (0: the definition's); fd or -errno. */
 static int proto_create(const struct map_proto *p, __u32 entries)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = p->flags);
-	int fd = bpf_map_create(p->type, "xdpr_rt_inner", p->key, p->value, entries ? entries : p->max, &o);
+	int fd = bpf_map_create(p->type, p->name, p->key, p->value, entries ? entries : p->max, &o);
 
 	return fd < 0 ? -errno : fd;
 }
 
-/* A map like an inner map definition. */
+/* A map like the inner map definition of outer map m. */
 static int create_like(struct bpf_map *m)
 {
 	struct map_proto p;
 
-	set_proto(&p, m);
+	set_proto(&p, bpf_map__inner_map(m),
+		  strncmp(bpf_map__name(m), "xdpr_flt", 8) ? "xdpr_rt_inner" : "xdpr_flt_inner");
 	return proto_create(&p, 0);
 }
 
-/* The route table inner map definitions of an opened (not loaded) skeleton. */
-static void set_rt_protos(struct xdpr_bpf *skel)
+/* The route table and filter inner map definitions of an opened (not loaded) skeleton. */
+static void set_protos(struct xdpr_bpf *skel)
 {
-	set_proto(&rt_proto[XDPR_RT_DIR], bpf_map__inner_map(skel->maps.xdpr_rtdir));
-	set_proto(&rt_proto[XDPR_RT_REC], bpf_map__inner_map(skel->maps.xdpr_rtrec));
-	set_proto(&rt_proto[XDPR_RT_NH], bpf_map__inner_map(skel->maps.xdpr_rtnh));
+	static const char rt[] = "xdpr_rt_inner", flt[] = "xdpr_flt_inner";
+
+	set_proto(&rt_proto[XDPR_RT_DIR], bpf_map__inner_map(skel->maps.xdpr_rtdir), rt);
+	set_proto(&rt_proto[XDPR_RT_REC], bpf_map__inner_map(skel->maps.xdpr_rtrec), rt);
+	set_proto(&rt_proto[XDPR_RT_NH], bpf_map__inner_map(skel->maps.xdpr_rtnh), rt);
+	set_proto(&flt_proto[XDPR_FI_WORD], bpf_map__inner_map(skel->maps.xdpr_flt_word), flt);
+	set_proto(&flt_proto[XDPR_FI_DESC], bpf_map__inner_map(skel->maps.xdpr_flt_desc), flt);
+	set_proto(&flt_proto[XDPR_FI_VAL], bpf_map__inner_map(skel->maps.xdpr_flt_val), flt);
+	set_proto(&flt_proto[XDPR_FI_RULE], bpf_map__inner_map(skel->maps.xdpr_flt_rule), flt);
+	set_proto(&flt_proto[XDPR_FI_LPM4], bpf_map__inner_map(skel->maps.xdpr_flt_lpm4), flt);
+	set_proto(&flt_proto[XDPR_FI_LPM6], bpf_map__inner_map(skel->maps.xdpr_flt_lpm6), flt);
+	set_proto(&flt_proto[XDPR_FI_IF], bpf_map__inner_map(skel->maps.xdpr_flt_if), flt);
+}
+
+/* The inner map prototypes, read from the BPF object once. */
+static int need_protos(struct xdpr *x)
+{
+	struct xdpr_bpf *skel;
+
+	if (rt_proto[0].key)
+		return 0;
+	skel = xdpr_bpf__open();
+	if (!skel) {
+		seterr(x, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	set_protos(skel);
+	xdpr_bpf__destroy(skel);
+	return 0;
 }
 
 /*
@@ -409,21 +470,34 @@ static void set_rt_protos(struct xdpr_bpf *skel)
 int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries)
 {
 	struct map_proto *p = &rt_proto[which];
-	int fd;
+	int fd = need_protos(x);
 
-	if (!p->key) {
-		struct xdpr_bpf *skel = xdpr_bpf__open();
-
-		if (!skel) {
-			seterr(x, "cannot open the BPF object: %s", strerror(errno));
-			return -errno;
-		}
-		set_rt_protos(skel);
-		xdpr_bpf__destroy(skel);
-	}
+	if (fd)
+		return fd;
 	fd = proto_create(p, entries);
 	if (fd < 0)
 		seterr(x, "cannot create a route table of %u entries: %s", entries ? entries : p->max,
+		       strerror(-fd));
+	return fd;
+}
+
+/*
+ * A new inner map for a filter slot (enum xdpr_flt_inner) with that many
+ * entries; 0, and always for the fixed-size ones (value array, LPM tries,
+ * interface hash): the definition's.
+ */
+int xdpr_flt_new_map(struct xdpr *x, int which, __u32 entries)
+{
+	struct map_proto *p = &flt_proto[which];
+	int fd = need_protos(x);
+
+	if (fd)
+		return fd;
+	if (!(p->flags & BPF_F_INNER_MAP))
+		entries = 0; /* its size is part of the outer map's type */
+	fd = proto_create(p, entries);
+	if (fd < 0)
+		seterr(x, "cannot create a filter map of %u entries: %s", entries ? entries : p->max,
 		       strerror(-fd));
 	return fd;
 }
@@ -447,7 +521,7 @@ int xdpr_create_maps(struct xdpr *x)
 		if (i < 0)
 			continue; /* per-instance (internal) map */
 		if (inner) {
-			tfd = create_like(inner);
+			tfd = create_like(m);
 			if (tfd < 0) {
 				err = tfd;
 				seterr(x, "cannot create the inner map of %s: %s", bpf_map__name(m),
@@ -468,7 +542,7 @@ int xdpr_create_maps(struct xdpr *x)
 		x->fd[i] = fd;
 		/* every slot of an array of maps holds a (so far empty) map from the start */
 		for (__u32 k = 0; inner && !err && k < bpf_map__max_entries(m); k++) {
-			int ifd = create_like(inner);
+			int ifd = create_like(m);
 
 			if (ifd < 0 || bpf_map_update_elem(fd, &k, &ifd, BPF_ANY))
 				err = ifd < 0 ? ifd : -errno;
@@ -483,7 +557,7 @@ int xdpr_create_maps(struct xdpr *x)
 		}
 	}
 	if (!err)
-		set_rt_protos(skel);
+		set_protos(skel);
 	xdpr_bpf__destroy(skel);
 	return err;
 }

@@ -7,7 +7,8 @@
  * program instance), helper programs run on those maps, and the libxdp /
  * libbpf message capture.  Every call goes down this list, never up:
  *
- *     loader.c   attach, detach            nat.c, route.c, core.c, leaves
+ *     loader.c   attach, detach            filter.c, nat.c, route.c, core.c, leaves
+ *     filter.c   the filter, sets          nat.c, core.c
  *     route.c    the route map             rtindex.c, nat.c, core.c, leaves
  *     nat.c      NAT, router settings      core.c
  *                (xdpr_cfg_get/set)
@@ -84,6 +85,8 @@ int xdpr_since_set(struct xdpr *x, int prog_fd, __u32 slot);
 int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
 /* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */
 int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries);
+/* The inner maps of a filter slot (enum xdpr_flt_inner), fixed-size ones at their size. */
+int xdpr_flt_new_map(struct xdpr *x, int which, __u32 entries);
 /* Run one of the object's helper programs (never attached) on the shared maps. */
 int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
 

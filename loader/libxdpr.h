@@ -43,14 +43,18 @@ struct xdpr_link {
 };
 
 /*
- * The maps every program instance shares (names in xdpr_shared.h), and
- * XM_SINCE, the library's own: attach times by slot, bound to the program
- * (no packet reads it) and absent on routers of older versions.
+ * The maps every program instance shares (names in xdpr_shared.h), and the
+ * library's own, bound to the program (no packet reads them) and absent on
+ * routers of older versions (or, XM_FLT_CTL, until the first filter change):
+ * XM_SINCE, attach times by slot, and XM_FLT_CTL, the filter's rule lists
+ * and sets, one per filter slot (loader/filter.c).
  */
 enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
 	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS,
-	XM_SINCE,
+	XM_FLT_WORD, XM_FLT_DESC, XM_FLT_VAL, XM_FLT_RULE, XM_FLT_LPM4, XM_FLT_LPM6, XM_FLT_IF,
+	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS,
+	XM_SINCE, XM_FLT_CTL,
 	XM_MAX
 };
 
@@ -223,6 +227,160 @@ int xdpr_neigh_mac(int family, const void *addr, __u32 ifindex, __u8 mac[6]);
  * are never taken by a map route); nothing to do without routes.
  */
 int xdpr_local_sync(struct xdpr *x);
+
+/* ---- filter (forwarded traffic) and prefix sets ---- */
+#define XDPR_SET_NAMESZ   32      /* set names: 1-31 of [A-Za-z0-9_.-] */
+#define XDPR_FLT_MAX_SETS 1024
+#define XDPR_SET_MAX      XDPR_FLT_LPM_MAX /* members of one set */
+
+enum xdpr_flt_addr_kind { XDPR_FA_ANY = 0, XDPR_FA_PREFIX = 1, XDPR_FA_SET = 2 };
+
+/* A rule's src or dst: any address, a prefix, or a named set ("@NAME"). */
+struct xdpr_flt_addr {
+	__u8 kind;               /* enum xdpr_flt_addr_kind */
+	__u8 family;             /* prefix: AF_INET or AF_INET6 */
+	__u8 plen;
+	__u8 addr[16];           /* host bits zero */
+	char set[XDPR_SET_NAMESZ];
+};
+
+/* The optional words a rule has (src, dst, in, out: by their own fields). */
+enum xdpr_flt_has {
+	XDPR_FH_PROTO     = 1 << 0,
+	XDPR_FH_SPORT     = 1 << 1,
+	XDPR_FH_DPORT     = 1 << 2,
+	XDPR_FH_ICMP_TYPE = 1 << 3,
+	XDPR_FH_ICMP_CODE = 1 << 4,
+	XDPR_FH_STATE     = 1 << 5,
+};
+
+/* One rule as the user wrote it (canonical: cli/filter.c prints it back). */
+struct xdpr_flt_spec {
+	__u32 id;                /* counter index in xdpr_flt_stats, assigned by the library */
+	__u8 action;             /* enum xdpr_flt_action */
+	__u8 proto;              /* IP protocol; 1 is icmp (IPv4 only), 58 icmpv6 (IPv6 only) */
+	__u8 states;             /* bit 1 << enum xdpr_flt_state for each state named */
+	__u8 icmp_type, icmp_code;
+	__u16 has;               /* enum xdpr_flt_has */
+	__u16 sport[2], dport[2]; /* low, high (inclusive) */
+	struct xdpr_flt_addr src, dst;
+	char in[IF_NAMESIZE], out[IF_NAMESIZE]; /* "" when not given */
+	__u32 in_ifindex, out_ifindex; /* as resolved by the last compile; 0: device missing */
+};
+
+struct xdpr_flt_member {
+	__u8 family;             /* AF_INET or AF_INET6 */
+	__u8 plen;
+	__u8 addr[16];           /* host bits zero */
+};
+
+struct xdpr_flt_set {
+	char name[XDPR_SET_NAMESZ];
+	size_t n;
+	struct xdpr_flt_member *m; /* sorted (family, address, length), unique */
+};
+
+/* What a compiled slot holds (filled by the compiler, kept with the list). */
+struct xdpr_flt_info {
+	__u32 slot, gen;
+	__u32 ndesc, nwords;     /* descriptors and rule words of the classifier */
+	__u32 nlpm4, nlpm6, nif; /* LPM and interface entries */
+	__u32 flags;             /* enum xdpr_flt_hdr_flags */
+	__u64 memory;            /* bytes the slot's maps take (LPM and hash nodes estimated) */
+};
+
+/* A whole filter: rules in order, the sets they may name, the policy. */
+struct xdpr_flt_list {
+	__u8 policy;             /* XDPR_FLT_ACCEPT or XDPR_FLT_DROP */
+	__u32 next_id;           /* rule ids are handed out round robin from here */
+	size_t n;
+	struct xdpr_flt_spec *r;
+	size_t nsets;
+	struct xdpr_flt_set *sets;
+	struct xdpr_flt_info info;
+};
+
+void xdpr_flt_list_free(struct xdpr_flt_list *l);
+/* The set of that name in l, or NULL. */
+struct xdpr_flt_set *xdpr_flt_set_find(const struct xdpr_flt_list *l, const char *name);
+
+/*
+ * The live filter (rules, sets, policy, what the slot holds); an empty list
+ * with policy accept on a router that never had one.  0 or -errno with x->err.
+ */
+int xdpr_flt_get(struct xdpr *x, struct xdpr_flt_list *l);
+/*
+ * Changes.  Each validates fully (devices, sets, limits: -ENODEV, -ENOENT,
+ * -ENOSPC...), builds the other slot and switches to it in one update:
+ * nothing is changed on failure.  pos is 0-based; pos == n, or
+ * XDPR_FLT_APPEND, appends.
+ */
+#define XDPR_FLT_APPEND ((size_t)-1)
+int xdpr_flt_insert(struct xdpr *x, struct xdpr_flt_spec *r, size_t pos);
+int xdpr_flt_del(struct xdpr *x, size_t pos);
+int xdpr_flt_flush(struct xdpr *x);
+int xdpr_flt_policy(struct xdpr *x, __u8 policy);
+/* Replace every rule; *bad: index of the rule an error is about, else -1. */
+int xdpr_flt_load(struct xdpr *x, struct xdpr_flt_spec *r, size_t n, long *bad);
+/* Members into a set (created when new); the filter is recompiled. */
+int xdpr_set_add(struct xdpr *x, const char *name, const struct xdpr_flt_member *m, size_t n);
+/* Members out of a set; n == 0: the set itself (refused while a rule names it). */
+int xdpr_set_del(struct xdpr *x, const char *name, const struct xdpr_flt_member *m, size_t n);
+int xdpr_set_flush(struct xdpr *x, const char *name);
+/*
+ * Rule counters of every id: *out (malloc'd) holds XDPR_FLT_IDS * *ncpu
+ * entries, [id * ncpu + cpu].
+ */
+int xdpr_flt_counters(struct xdpr *x, struct xdpr_ctr **out, int *ncpu);
+/* Flow states: live, and expired ones not yet reused or swept. */
+int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired);
+/* Delete every flow state (the xdpr_flt_gc program, XDPR_GC_ALL): res says how many. */
+int xdpr_flt_flows_flush(struct xdpr *x, struct xdpr_flt_gc_cmd *res);
+/*
+ * After interfaces were attached or detached (loader.c): bind the filter's
+ * maps to the program on every interface, and recompile a filter that has
+ * rules so that device names are resolved again (a re-created interface
+ * has a new ifindex).  attached: the interfaces just attached.
+ */
+int xdpr_flt_relink(struct xdpr *x, char *const *attached, int n);
+
+/* Internal to the library and its tests: the compiler, a pure function. */
+enum xdpr_flt_inner {
+	XDPR_FI_WORD, XDPR_FI_DESC, XDPR_FI_VAL, XDPR_FI_RULE, XDPR_FI_LPM4, XDPR_FI_LPM6,
+	XDPR_FI_IF, XDPR_FI_MAPS
+};
+
+/* A compiled filter slot, as the packet path reads it (layout: xdpr_shared.h). */
+struct xdpr_flt_image {
+	struct xdpr_flt_hdr hdr;
+	__u64 *word;
+	size_t nword;            /* >= XDPR_FF_MAX * XDPR_FLT_WORDS */
+	struct xdpr_flt_desc *desc;
+	size_t ndesc;            /* >= XDPR_FLT_DESC_EMPTY + 1 */
+	__u32 *val;              /* XDPR_FV_MAX descriptor ids */
+	struct xdpr_flt_rule *rule;
+	size_t nrule;
+	struct xdpr_flt_lpm4 *lpm4;
+	__u32 *lpm4_val;
+	size_t nlpm4;
+	struct xdpr_flt_lpm6 *lpm6;
+	__u32 *lpm6_val;
+	size_t nlpm6;
+	struct xdpr_flt_ifkey *ifk;
+	__u32 *if_val;
+	size_t nif;
+};
+
+/*
+ * Compile a list whose rules have their ids and resolved ifindexes (0:
+ * device missing) into img; l->info gets the sizes.  0, or -errno with
+ * the reason in err (limits: -ENOSPC; a set a rule names is missing: -ENOENT).
+ */
+int xdpr_flt_compile(struct xdpr_flt_list *l, struct xdpr_flt_image *img, char *err, size_t len);
+void xdpr_flt_image_free(struct xdpr_flt_image *img);
+/* The list as the control map stores it (*buf malloc'd, *len bytes, zeros after to 8), and back. */
+int xdpr_flt_encode(const struct xdpr_flt_list *l, void **buf, size_t *len);
+int xdpr_flt_decode(const void *buf, size_t len, struct xdpr_flt_list *l);
 
 /* ---- netfilter guard ---- */
 #define XDPR_NF_MAX 16  /* findings kept in a report */

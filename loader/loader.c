@@ -39,6 +39,14 @@
 
 #define XDPR_PIN_ROOT "/sys/fs/bpf/xdpr"
 
+/* A line more in x->note (warnings the caller shows after a successful change). */
+static void add_note(struct xdpr *x, const char *line)
+{
+	size_t used = strlen(x->note);
+
+	snprintf(x->note + used, sizeof(x->note) - used, "%s%s", used ? "\n" : "", line);
+}
+
 static int zero_slot(struct xdpr *x, __u32 slot)
 {
 	int n = xdpr_ncpus();
@@ -654,6 +662,9 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 			if (pd[i].nforeign)
 				libxdp_clean_references(pd[i].ifindex);
 		xdpr_local_sync(x);
+		/* the filter's maps bound to the program, its device names resolved again */
+		if (xdpr_flt_relink(x, ifnames, n))
+			add_note(x, x->err);
 		sync_pins(x, true);
 		goto out;
 	}
@@ -755,6 +766,9 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 	}
 	for (int i = 0; i < cnt && x->fd[XM_IFACES] >= 0; i++)
 		bpf_map_delete_elem(x->fd[XM_IFACES], &todo[i]->ifindex);
+	/* filter rules naming a device are compiled again (it may be a new one by now) */
+	if (!err && cnt < x->nlinks && xdpr_flt_relink(x, NULL, 0))
+		add_note(x, x->err);
 	sync_pins(x, cnt < x->nlinks);
 out:
 	for (int i = 0; i < cnt; i++)

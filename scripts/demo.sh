@@ -82,6 +82,25 @@ say "traceroute through the NAT: TTL expiry goes to the kernel (pass_ttl), ICMP 
 ip netns exec $C timeout 10 traceroute -n -q1 -w1 -m3 10.0.2.2 || true
 rtr $XDPR stats dev r0 | grep -E 'pass_ttl|forwarded'
 
+say "filter: policy drop, accept TCP to port 7000 and pings; replies pass on their state"
+run rtr $XDPR filter add proto tcp dport 7000 accept
+run rtr $XDPR filter add proto icmp icmp-type 8 accept
+run rtr $XDPR filter add proto icmpv6 accept
+run rtr $XDPR filter policy drop
+ip netns exec $V timeout 5 socat TCP-LISTEN:7000,reuseaddr SYSTEM:'echo allowed by rule 1' &
+sleep 0.5
+ip netns exec $C timeout 3 socat - TCP:10.0.2.2:7000 </dev/null | sed 's/^/  /'
+wait %% 2>/dev/null || true
+ip netns exec $C ping -c 2 -i 0.2 10.0.2.2 | tail -1 | sed 's/^/  /'
+echo "  UDP to port 9 (no rule): dropped in XDP"
+ip netns exec $C sh -c 'for i in 1 2 3; do echo x | timeout 1 socat - UDP:10.0.2.2:9; done' 2>/dev/null || true
+run rtr $XDPR filter show
+rtr $XDPR stats dev r0 | grep -E 'drop_filter|forwarded' | sed 's/^/  /'
+echo "  (NAT-ed flows: the NAT session is the flow's state, so the filter keeps none of its own)"
+run rtr $XDPR filter flows
+run rtr $XDPR filter flush
+run rtr $XDPR filter policy accept
+
 say "detach: the kernel forwards again (NAT rules go with force)"
 run rtr $XDPR link detach all force
 ip netns exec $C ping -6 -c 2 -i 0.2 2001:db8:2::2 | tail -1

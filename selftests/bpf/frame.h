@@ -58,7 +58,7 @@ static const char *where(const struct frame *f, int off)
 }
 
 /* Compare frames; note the first difference. */
-static bool same_bytes(const struct frame *want, const struct frame *got)
+static inline bool same_bytes(const struct frame *want, const struct frame *got)
 {
 	int n = want->len < got->len ? want->len : got->len;
 
@@ -86,7 +86,7 @@ static void ip4_fix(struct frame *f)
 }
 
 /* Choose the IP ID so that the header checksum comes out as want. */
-static void ip4_force_csum(struct frame *f, __u16 want)
+static inline void ip4_force_csum(struct frame *f, __u16 want)
 {
 	struct iphdr *ip = ip4(f);
 

@@ -2,8 +2,9 @@
 # Unit tier: C tests of parsing and output, then the xdpr binary's usage errors
 # (exit 2, one "Error:" line on stderr), none of which needs privileges.
 cd "$(dirname "$0")/../.." || exit 1
-X=build/xdpr
-build/selftests/test_cli | sed -n '/^1\.\./!p' > /tmp/xdpr-unit.$$; rc=${PIPESTATUS[0]}
+B=${BUILD:-build}
+X=$B/xdpr
+"$B/selftests/test_cli" | sed -n '/^1\.\./!p' > /tmp/xdpr-unit.$$; rc=${PIPESTATUS[0]}
 cases=(
 	"2|unknown object \"bogus\"|bogus"
 	"2|missing OBJECT|"

@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # Unit tier: the loader's files call each other in one direction only (the
 # table in loader/core.h).  Every object of build/loader ($XDPR_BUILD/loader
-# when set) may use library symbols only from objects of a lower layer; a
+# or $BUILD/loader when set: make passes BUILD) may use library symbols only from objects of a lower layer; a
 # call back up (a cycle) fails here, naming the symbol.
 cd "$(dirname "$0")/../.." || exit 1
-B=${XDPR_BUILD:-build}/loader
-declare -A layer=([netdev]=0 [reasons]=0 [nfguard]=0 [core]=1 [rtindex]=2 [nat]=2 [route]=3 [loader]=4)
+B=${XDPR_BUILD:-${BUILD:-build}}/loader
+declare -A layer=([netdev]=0 [reasons]=0 [nfguard]=0 [core]=1 [rtindex]=2 [nat]=2 [route]=3 [filter]=3
+	[loader]=4)
 declare -A owner
 n=0 rc=0
 command -v nm >/dev/null || { echo "1..0 # SKIP nm not installed"; exit 0; }
