@@ -18,7 +18,8 @@
 #
 # FILTER_DIFF_SEED=N reproduces a run (the seed is printed first);
 # FILTER_DIFF_ROUNDS (default 6 per family) and FILTER_DIFF_NOISE (default
-# 30000, 0: no such round) size it.  filter_flows.py makes the rule sets and
+# 30000, 0: no such round) size it; FILTER_DIFF_KEEP=DIR keeps the rule
+# sets, corpora, captures' verdicts and show outputs there.  filter_flows.py makes the rule sets and
 # flows, sends them and reads the captures.
 . "$(dirname "$0")/filter_lib.sh"
 
@@ -100,6 +101,8 @@ for r in "${ROUND_LIST[@]}"; do
 	timeout 60 "$FLT_PY" "$FLT_FLOWS" check "$W/$r" "nft=$W/$r/seen.nft" "nftctr=$W/$r/nft.json" \
 		>"$W/$r/check.nft" 2>&1
 	# the oracle's own checks: a failure here is the test's, not xdpr's
+	like "$(tail -n 1 "$W/$r/check.nft")" "^END $n flows checked" "$r (nft): the checker read every flow" ||
+		diag_file "$W/$r/check.nft"
 	is "$(grep -c '^MODEL_NFT' "$W/$r/check.nft")" 0 "$r (nft): the flows that reach S are those the model passes ($(seen_count "$r" nft) of $n)" ||
 		diag "$(grep -v '^NFTCTR' "$W/$r/check.nft" | head -n 20)"
 	is "$(grep -c '^NFTCTR' "$W/$r/check.nft")" 0 "$r (nft): each rule's nft counter is the number of flows the model says it decided" ||
@@ -127,6 +130,7 @@ for r in "${ROUND_LIST[@]}"; do
 	d0=$(rsum drop_filter r0 r2)
 	p0=$(rsum drop_filter_policy r0 r2)
 	s0=$(flt_show)
+	b0=$(rsum forwarded r1 r3)
 	send_round "$r" xdpr
 	XDPR_SEND[$r]=$SEND_MS
 	df=$(delta "$f0" "$(rsum forwarded r0 r2)")
@@ -142,6 +146,7 @@ for r in "${ROUND_LIST[@]}"; do
 	is "$df" "$(seen_count "$r" xdpr)" "$r (xdpr): forwarded grew by as many flows as reached S"
 	is "$dd/$dp" "$want_drop/$want_pol" "$r (xdpr): drop_filter/drop_filter_policy grew as the model says (of $want_acc accepted)"
 	is "$(delta "$k0" "$(kfwd)")" 0 "$r (xdpr): R's kernel forwarded nothing (ForwDatagrams flat)"
+	is "$(delta "$b0" "$(rsum forwarded r1 r3)")" 0 "$r (xdpr): nothing came back from S (forwarded on r1, r3 flat)"
 	xdpr -j filter show >"$W/$r/show.json" 2>"$T_TMP/show.err" || diag_file "$T_TMP/show.err"
 	is "$(delta "$(jq -r .packets <<<"$s0")" "$(jq -r .packets "$W/$r/show.json")")" "$want_bypol" \
 		"$r (xdpr): the policy's counter grew by the $want_bypol flows no rule matched"
@@ -149,6 +154,8 @@ for r in "${ROUND_LIST[@]}"; do
 		"$r (xdpr): flows grew by the $want_states accepted flows that may start one (SYN, ACK, UDP, echo, ...)"
 	timeout 60 "$FLT_PY" "$FLT_FLOWS" check "$W/$r" "nft=$W/$r/seen.nft" "xdpr=$W/$r/seen.xdpr" \
 		"show=$W/$r/show.json" >"$W/$r/check" 2>&1
+	like "$(tail -n 1 "$W/$r/check")" "^END $n flows checked" "$r (xdpr): the checker read every flow" ||
+		diag_file "$W/$r/check"
 	is "$(grep -c '^DIFF' "$W/$r/check")" 0 "$r: nft and xdpr let the same $(seen_count "$r" nft) of $n flows through" ||
 		{
 			diag "$(grep '^DIFF' "$W/$r/check" | head -n 30)"
@@ -166,4 +173,5 @@ for r in "${ROUND_LIST[@]}"; do
 		"$r" "$(grep -c . "$W/$r/rules.txt")" "${NFT_MS[$r]:-?}" "${NFT_SEND[$r]:-?}" \
 		"${XDPR_MS[$r]:-?}" "${XDPR_SEND[$r]:-?}")"
 done
+[ -n "${FILTER_DIFF_KEEP:-}" ] && cp -r "$W" "$FILTER_DIFF_KEEP"
 done_testing

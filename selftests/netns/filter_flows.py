@@ -24,7 +24,8 @@ for filter_diff.t (xdpr's filter against nftables).
         (MODEL_NFT, MODEL_XDPR); the per-rule packet counters of
         `nft -j list table inet xdpr_diff` (NFTCTR) and of
         `xdpr -j filter show` (COUNTERS) with the flows the model says each
-        rule decided.  One line per difference; exit 1 when there is one.
+        rule decided.  One line per difference, then "END N flows checked";
+        exit 1 when there is a difference.
     model DIR/K
         print the model's counts: "accepted N dropped_rule N dropped_policy N
         rules_deciding N by_policy N states N" (by_policy: flows no rule
@@ -148,7 +149,7 @@ def decide(rules, policy, f):
 # ---------------------------------------------------------------- text forms
 
 def port_words(p):
-    return str(p[0]) if p[0] == p[1] else "%d-%d" % p
+    return str(p[0]) if p[0] == p[1] else "%d-%d" % tuple(p)
 
 
 def xdpr_words(r):
@@ -174,10 +175,18 @@ def nft_words(r, fam):
         w.append('iifname "%s"' % r["in"])
     if r.get("out"):
         w.append('oifname "%s"' % r["out"])
-    for k, n in (("src", "saddr"), ("dst", "daddr")):
+    addr = {}
+    for k in ("src", "dst"):
         if r.get(k):
             # the members of the corpus's family; if none, the others (they never match)
-            ms = [m for m in members(r, k) if net(m).version == fam] or members(r, k)
+            addr[k] = [m for m in members(r, k) if net(m).version == fam] or members(r, k)
+    if len({net(ms[0]).version for ms in addr.values()}) > 1:
+        # one field of each family: nft has no such rule ("conflicting
+        # protocols"); the other family's field alone never matches either
+        addr = {k: ms for k, ms in addr.items() if net(ms[0]).version != fam}
+    for k, n in (("src", "saddr"), ("dst", "daddr")):
+        if k in addr:
+            ms = addr[k]
             sel = "ip" if net(ms[0]).version == 4 else "ip6"
             if r[k].startswith("@"):
                 w.append("%s %s { %s }" % (sel, n, ", ".join(ms)))
@@ -315,7 +324,7 @@ class Gen:
                   (k not in ("src", "dst") or x[k].startswith("@") or net(x[k]).prefixlen)]
         if not narrow or (len(narrow) < 2 and r.random() < 0.8):
             return self.rule()
-        if r.random() < 0.08 and x.get("proto") not in ("icmp", "icmpv6"):
+        if r.random() < 0.08 and proto_of(x.get("proto")) not in (1, 58):
             # a prefix of the other family: the rule never matches this corpus
             k = r.choice(["src", "dst"])
             o = 10 - self.fam
@@ -591,9 +600,9 @@ def cmd_send(corpus, *ifmac):
                 l4 = ICMPv6DestUnreach(type=f["itype"], code=f["icode"]) / IPv6(src=f["dst"], dst=f["src"], hlim=60) / \
                     UDP(sport=f["quote"][0], dport=f["quote"][1])
             elif f["itype"] == 128:
-                l4 = ICMPv6EchoRequest(id=f["icmp_id"], seq=1)
+                l4 = ICMPv6EchoRequest(code=f["icode"], id=f["icmp_id"], seq=1)
             else:
-                l4 = ICMPv6EchoReply(id=f["icmp_id"], seq=1)
+                l4 = ICMPv6EchoReply(code=f["icode"], id=f["icmp_id"], seq=1)
         else:
             if f["family"] == 4:
                 l3.proto = f["proto"]
@@ -756,7 +765,8 @@ def cmd_check(d, *args):
         out += check_nft_counters(json.load(open(opt["nftctr"])), rules, per_rule)
     if "show" in opt:
         out += check_counters(json.load(open(opt["show"])), rules, per_rule)
-    print("\n".join(out))
+    # the last line says the check ran to its end (a crash must not read as "no difference")
+    print("\n".join(out + ["END %d flows checked" % len(corpus)]))
     return 1 if out else 0
 
 
