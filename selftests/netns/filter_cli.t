@@ -107,6 +107,16 @@ is "$(rule_ctr 3 packets)/$(rule_ctr 3 bytes)" "3/141" \
 is "$(grown "$s0" "$R" r0 drop_filter)" 3 "stats: drop_filter on r0 grew by 3"
 is "$(rule_ctr 2 packets)/$(rule_ctr 4 packets)" "0/0" "rules 2 and 4 counted nothing"
 
+# ---- -s: rule ids and the compiled list; -s -s: per CPU
+j=$(jx . -s filter show)
+is "$(jq -r '[.rules[] | .id | select(type == "number" and . >= 1)] | unique | length' <<<"$j")" 4 \
+	"-s -j: every rule has its own id"
+is "$(jq -r '.slot.see_established' <<<"$j")" false "-s -j: no rule names a state: see_established false"
+j=$(jx . -s -s filter show)
+is "$(jq -r --argjson n "$(nproc)" '[.rules[] | (.cpus | length) == $n and ([.cpus[].packets] | add) == .packets
+	and ([.cpus[].bytes] | add) == .bytes] + [(.policy_counters.cpus | length) == $n] | all' <<<"$j")" true \
+	"-s -s -j: one counter per CPU for every rule and the policy, summing to the totals"
+
 # ---- bad input: usage errors (exit 2), nothing changes
 one=$(flt_rules)
 cli_fails "unknown word" 2 'unknown filter word "allow"' "$R" filter add proto tcp dport 22 allow

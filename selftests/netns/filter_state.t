@@ -177,6 +177,32 @@ is "$(jq -r '[.[] | select(.icmp_type == 1 and .icmp_code == 1 and .q.src == "20
 is "$(jq -r '[.[] | select(.icmp_type == 1) | .csum_ok] | all' <<<"$j" 2>&1)" true "its ICMPv6 checksum is valid" ||
 	diag "$j"
 
+# ---- state words: a rule naming established makes every packet meet the rules
+ok "filter flush" xdpr filter flush
+ok "filter add state invalid drop" xdpr filter add state invalid drop
+ok "filter add proto tcp dport 5201 state new accept" xdpr filter add proto tcp dport 5201 state new accept
+ok "filter add state established,related accept" xdpr filter add state established,related accept
+is "$(xdpr -j -s filter show | jq -r .slot.see_established)" true "-s -j filter show: see_established true"
+make_file "$T_TMP/est" 1
+n1=$(flt_pkts 2)
+n2=$(flt_pkts 3)
+ok "1 MB C -> S:5201 under state rules arrive with the same SHA-256" tcp_send "$C" "$S" 10.0.2.2 5201 "$T_TMP/est"
+is "$(delta "$n1" "$(flt_pkts 2)")" 1 "rule 2 (state new) decided the SYN only"
+num "$(delta "$n2" "$(flt_pkts 3)")" -ge 700 "rule 3 (state established) decided every later packet (>= 700)"
+d0=$(rsum drop_filter r0)
+cap_start sinv "$S" s0 'tcp port 5201 and tcp[tcpflags] & tcp-syn != 0' || fail "capture on s0 starts"
+pkt "$C" c0 "$MAC_R0" 2 "IP(src='10.0.1.2', dst='10.0.2.2')/TCP(sport=40010, dport=5201, flags='SA', seq=1, ack=1)"
+sleep 0.3
+is "$(delta "$d0" "$(rsum drop_filter r0)")" 2 "an unsolicited SYN+ACK to port 5201 is invalid: rule 1 drops it (drop_filter +2)"
+ok "capture on s0 complete" cap_stop sinv
+is "$(cap_count sinv 'true')" 0 "it never reached S"
+ok "filter del 3 (no rule names established any more)" xdpr filter del 3
+is "$(xdpr -j -s filter show | jq -r .slot.see_established)" false "see_established false again"
+n1=$(flt_pkts 2)
+ok "1 MB again: the flow's later packets pass on its state" tcp_send "$C" "$S" 10.0.2.2 5201 "$T_TMP/est"
+is "$(delta "$n1" "$(flt_pkts 2)")" 1 "rule 2 decided the SYN only"
+ok "filter add proto icmp icmp-type 8 accept (for the NAT part)" xdpr filter add proto icmp icmp-type 8 accept
+
 # ---- NAT under the filter: accepted flows are translated, the rest stays dropped
 ok "nat add out r1 masquerade" xdpr nat add out r1 masquerade
 ok "filter add proto udp dport 7000 accept" xdpr filter add proto udp dport 7000 accept
