@@ -33,12 +33,22 @@ struct gen_cfg {
 	__u8  ip[40];         /* IPv4 (20 bytes) or IPv6 (40 bytes) header, lengths/csum zero */
 	__u8  l4[20];         /* UDP (8) or TCP (20) header, ports/lengths/csum zero */
 	__u16 dport;          /* first destination port, network order */
-	__u16 pad;
+	__u8  flags;          /* enum gen_flags */
+	__u8  pad;
 	__u32 flows;          /* > 0: cycle over this many flows; 0: new flow every frame */
 	__u32 addr_mask;      /* source-address steps (after 4096 dports) wrap at this mask */
 	__u32 dsts;           /* > 0: IPv4 destination steps through this many /24s, frame by frame */
 	__u32 nsizes;         /* frame sizes, cycled: 1 (fixed) or GEN_MAX_SIZES (IMIX) */
 	__u32 sizes[16];      /* first nsizes used; 16 for a cheap index mask */
+};
+
+enum gen_flags {
+	/* flows step the source address after the source port, never the
+	   destination port: one destination port (the filter bench's rules) */
+	GEN_F_ONE_DPORT = 1 << 0,
+	/* the reverse direction (sink to generator): the flow's ports and
+	   address step go to the destination side, the fixed port to the source */
+	GEN_F_REVERSE   = 1 << 1,
 };
 
 /* Per-CPU generator counters (one entry). */

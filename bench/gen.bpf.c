@@ -67,12 +67,27 @@ int xb_gen(struct xdp_md *ctx)
 	 * the source address.  With one source address even 65536 flows fit a
 	 * NAT with one outside address; new flows (flows = 0) make every frame
 	 * a new 5-tuple, the first 50000 also a new inside endpoint.
+	 * GEN_F_ONE_DPORT: the source address steps right after the source
+	 * port (50000 x 2^16 tuples to one destination port).  GEN_F_REVERSE:
+	 * the same flows seen from the other end (ports and address step on the
+	 * destination side), for the replies that make a flow established.
 	 */
 	idx = cfg.flows ? seq % cfg.flows : seq;
 	sport = bpf_htons(GEN_PORT_BASE + idx % GEN_PORT_SPAN);
 	idx /= GEN_PORT_SPAN;
-	dport = bpf_htons(bpf_ntohs(cfg.dport) + (idx & 0xfff));
-	step = (idx >> 12) & cfg.addr_mask;
+	if (cfg.flags & GEN_F_ONE_DPORT) {
+		dport = cfg.dport;
+		step = idx & cfg.addr_mask;
+	} else {
+		dport = bpf_htons(bpf_ntohs(cfg.dport) + (idx & 0xfff));
+		step = (idx >> 12) & cfg.addr_mask;
+	}
+	if (cfg.flags & GEN_F_REVERSE) {
+		__be16 t = sport;
+
+		sport = dport;
+		dport = t;
+	}
 
 	if (data + 14 > end)
 		return XDP_ABORTED;
@@ -85,7 +100,10 @@ int xb_gen(struct xdp_md *ctx)
 			return XDP_ABORTED;
 		__builtin_memcpy(ip, cfg.ip, sizeof(*ip));
 		ip->tot_len = bpf_htons(size - 14);
-		ip->saddr = bpf_htonl(bpf_ntohl(ip->saddr) + step);
+		if (cfg.flags & GEN_F_REVERSE)
+			ip->daddr = bpf_htonl(bpf_ntohl(ip->daddr) + step);
+		else
+			ip->saddr = bpf_htonl(bpf_ntohl(ip->saddr) + step);
 		if (cfg.dsts) /* a destination sweep: the next /24 every frame */
 			ip->daddr = bpf_htonl(bpf_ntohl(ip->daddr) + ((__u32)(seq % cfg.dsts) << 8));
 		ip->check = 0;
@@ -101,8 +119,12 @@ int xb_gen(struct xdp_md *ctx)
 		__builtin_memcpy(ip6, cfg.ip, sizeof(*ip6));
 		l4len = size - 14 - sizeof(*ip6);
 		ip6->payload_len = bpf_htons(l4len);
-		ip6->saddr.in6_u.u6_addr32[3] =
-			bpf_htonl(bpf_ntohl(ip6->saddr.in6_u.u6_addr32[3]) + step);
+		if (cfg.flags & GEN_F_REVERSE)
+			ip6->daddr.in6_u.u6_addr32[3] =
+				bpf_htonl(bpf_ntohl(ip6->daddr.in6_u.u6_addr32[3]) + step);
+		else
+			ip6->saddr.in6_u.u6_addr32[3] =
+				bpf_htonl(bpf_ntohl(ip6->saddr.in6_u.u6_addr32[3]) + step);
 		l4 = ip6 + 1;
 		pseudo = SUM16(&ip6->saddr, 16);
 	}

@@ -5,12 +5,16 @@
  *   xbench gen DEV [KEY VAL]...       live XDP frames out of DEV, report JSON
  *       smac MAC dmac MAC src ADDR dst ADDR   (required; IPv4 or IPv6)
  *       proto udp|tcp  dport N  ttl N  size BYTES|imix  flows N|new
- *       secs S  count N  rate PPS  cpus LIST  batch N
+ *       dports 4096|1  reverse 0|1  secs S  count N  rate PPS  cpus LIST  batch N
  *   xbench attach sink DEV [KEY VAL]...
  *   xbench attach minfwd DEV [DEV]...  minimal forwarder, redirect map = the DEVs
  *   xbench detach DEV [DEV]...
  *   xbench read DEV [PID]...          sink counters on DEV + CPU time of PIDs, JSON
  *   xbench progstat PROG_ID SECS      run_cnt/run_time_ns delta with BPF stats on
+ *   xbench testrun PROG_ID DEV [KEY VAL]...   the program's run time on prepared frames
+ *       smac MAC dmac MAC src ADDR dst ADDR (IPv4, required)  dport N  sport N
+ *       count N  flows new|same      BPF_PROG_TEST_RUN once per frame, ingress DEV;
+ *       new: every frame another source port (a new flow); same: one flow throughout
  *
  * Device names are resolved in the caller's network namespace: bench/run
  * calls every command through `ip netns exec`.  Errors: one line on stderr,
@@ -219,6 +223,10 @@ static int cmd_gen(int argc, char **argv)
 			flows = !strcmp(v, "new") ? 0 : atol(v);
 		else if (!strcmp(k, "dsts"))
 			cfg->dsts = atol(v);
+		else if (!strcmp(k, "dports") && (!strcmp(v, "1") || !strcmp(v, "4096")))
+			cfg->flags = (cfg->flags & ~GEN_F_ONE_DPORT) | (v[0] == '1' ? GEN_F_ONE_DPORT : 0);
+		else if (!strcmp(k, "reverse") && (!strcmp(v, "0") || !strcmp(v, "1")))
+			cfg->flags = (cfg->flags & ~GEN_F_REVERSE) | (v[0] == '1' ? GEN_F_REVERSE : 0);
 		else if (!strcmp(k, "size") && !strcmp(v, "imix")) {
 			cfg->nsizes = GEN_MAX_SIZES;
 			memcpy(cfg->sizes, imix, sizeof(imix));
@@ -240,7 +248,8 @@ static int cmd_gen(int argc, char **argv)
 		}
 	}
 	if (!(argc & 1) || !have_smac || !have_dmac || v6 < 0 || !have_dst || v6 != dv6 ||
-	    flows < 0 || secs <= 0 || secs > 3600 || rate < 0 || !batch || batch > 256) {
+	    flows < 0 || secs <= 0 || secs > 3600 || rate < 0 || !batch || batch > 256 ||
+	    ((cfg->flags & GEN_F_REVERSE) && cfg->dsts)) {
 		err = fail(2, "gen: needs smac, dmac, src and dst of one family; see bench/README.md");
 		goto out;
 	}
@@ -633,6 +642,125 @@ static int cmd_progstat(int argc, char **argv)
 	return fail(1, "program id %s info: %s", argv[0], strerror(errno));
 }
 
+/* ------------------------------------------------------------------ testrun */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * One BPF_PROG_TEST_RUN (repeat 1) per frame, each frame built afresh (a
+ * repeated run would see its own rewrite: TTL, MACs): the kernel's duration
+ * of each run, in ns, summarised.  It includes the test-run loop's own
+ * overhead (timer, context set-up): compare against a run of the same
+ * command on a program without the step in question.
+ */
+static int cmd_testrun(int argc, char **argv)
+{
+	__u8 frame[64] = {}, smac[6], dmac[6], saddr[16], daddr[16];
+	__u16 dport = 9, sport = GEN_PORT_BASE;
+	long count = 1000;
+	int v6 = -1, dv6 = -1, fd, same = 0, err = 1;
+	bool have_smac = false, have_dmac = false, have_dst = false;
+	__u32 ifindex, *ns = NULL, rets[8] = {};
+	double sum = 0;
+	struct xdp_md md = {};
+
+	fd = bpf_prog_get_fd_by_id(atoi(argv[0]));
+	if (fd < 0)
+		return fail(1, "program id %s: %s", argv[0], strerror(errno));
+	for (int i = 2; i + 1 < argc; i += 2) {
+		const char *k = argv[i], *v = argv[i + 1];
+
+		if (!strcmp(k, "smac"))
+			have_smac = !parse_mac(v, smac);
+		else if (!strcmp(k, "dmac"))
+			have_dmac = !parse_mac(v, dmac);
+		else if (!strcmp(k, "src") && !parse_addr(v, saddr, &v6, NULL))
+			;
+		else if (!strcmp(k, "dst") && !parse_addr(v, daddr, &dv6, NULL))
+			have_dst = true;
+		else if (!strcmp(k, "dport"))
+			dport = atoi(v);
+		else if (!strcmp(k, "sport"))
+			sport = atoi(v);
+		else if (!strcmp(k, "count"))
+			count = atol(v);
+		else if (!strcmp(k, "flows") && (!strcmp(v, "new") || !strcmp(v, "same")))
+			same = !strcmp(v, "same");
+		else {
+			err = fail(2, "testrun: bad argument \"%s %s\"", k, v);
+			goto out;
+		}
+	}
+	if ((argc & 1) || !have_smac || !have_dmac || v6 != 0 || dv6 != 0 || !have_dst ||
+	    count < 1 || count > 1000000) {
+		err = fail(2, "testrun: needs PROG_ID DEV smac, dmac, src and dst (IPv4), count 1..1000000");
+		goto out;
+	}
+	if (dev_index(argv[1], &ifindex))
+		goto out;
+	ns = calloc(count, sizeof(*ns));
+	if (!ns) {
+		fail(1, "out of memory");
+		goto out;
+	}
+	md.data_end = sizeof(frame);
+	md.ingress_ifindex = ifindex;
+	for (long n = 0; n < count; n++) {
+		__u8 *ip = frame + 14, *udp = ip + 20;
+		__u16 sp = same ? sport : (__u16)(sport + n % GEN_PORT_SPAN);
+		__u32 src = ntohl(*(__u32 *)saddr) + (same ? 0 : n / GEN_PORT_SPAN), sum16 = 0;
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = sizeof(frame),
+			    .data_out = NULL, .ctx_in = &md, .ctx_size_in = sizeof(md), .repeat = 1);
+
+		memset(frame, 0, sizeof(frame));
+		memcpy(frame, dmac, 6);
+		memcpy(frame + 6, smac, 6);
+		frame[12] = 0x08;
+		ip[0] = 0x45;
+		ip[2] = 0;
+		ip[3] = sizeof(frame) - 14;
+		ip[6] = 0x40;
+		ip[8] = 64;
+		ip[9] = IPPROTO_UDP;
+		*(__u32 *)(ip + 12) = htonl(src);
+		memcpy(ip + 16, daddr, 4);
+		for (int w = 0; w < 10; w++)
+			sum16 += ((__u16)ip[2 * w] << 8) | ip[2 * w + 1];
+		sum16 = ~xb_fold(sum16) & 0xffff;
+		ip[10] = sum16 >> 8;
+		ip[11] = sum16 & 0xff;
+		*(__u16 *)udp = htons(sp);
+		*(__u16 *)(udp + 2) = htons(dport);
+		*(__u16 *)(udp + 4) = htons(sizeof(frame) - 34);
+		/* UDP checksum 0: none (IPv4) */
+		if (bpf_prog_test_run_opts(fd, &o)) {
+			fail(1, "test run: %s", strerror(errno));
+			goto out;
+		}
+		ns[n] = o.duration;
+		rets[o.retval < 7 ? o.retval : 7]++;
+	}
+	for (long n = 0; n < count; n++)
+		sum += ns[n];
+	qsort(ns, count, sizeof(*ns), cmp_u32);
+	printf("{\"runs\":%ld,\"flows\":\"%s\",\"ns_mean\":%.1f,\"ns_med\":%u,\"ns_p10\":%u,"
+	       "\"ns_p90\":%u,\"ret\":{\"aborted\":%u,\"drop\":%u,\"pass\":%u,\"tx\":%u,"
+	       "\"redirect\":%u,\"other\":%u}}\n",
+	       count, same ? "same" : "new", sum / count, ns[count / 2], ns[count / 10],
+	       ns[count * 9 / 10], rets[XDP_ABORTED], rets[XDP_DROP], rets[XDP_PASS], rets[XDP_TX],
+	       rets[XDP_REDIRECT], rets[5] + rets[6] + rets[7]);
+	err = 0;
+out:
+	free(ns);
+	close(fd);
+	return err;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -643,6 +771,7 @@ static const struct {
 	{ "detach",   cmd_detach,   1 },
 	{ "read",     cmd_read,     1 },
 	{ "progstat", cmd_progstat, 2 },
+	{ "testrun",  cmd_testrun,  2 },
 };
 
 int main(int argc, char **argv)
@@ -656,6 +785,7 @@ int main(int argc, char **argv)
 				return cmds[i].fn(argc - 2, argv + 2);
 			}
 	fprintf(stderr, "Usage: xbench { gen DEV [KEY VAL]... | attach {sink|minfwd} DEV... |\n"
-			"                detach DEV... | read DEV [PID]... | progstat PROG_ID SECS }\n");
+			"                detach DEV... | read DEV [PID]... | progstat PROG_ID SECS |\n"
+			"                testrun PROG_ID DEV [KEY VAL]... }\n");
 	return 2;
 }

@@ -74,6 +74,10 @@ struct flt_pkt {
 	struct xdpr_flow_key ikey; /* flt_track: the quoted packet's flow */
 	__u64 cand[XDPR_FLT_SUMM]; /* flt_classify: candidate words left */
 	__u32 sid[XDPR_FF_MAX];    /* flt_classify: S_f, the descriptor of the packet's value */
+	__u64 ssumm[XDPR_FF_MAX][XDPR_FLT_SUMM]; /* flt_classify: S_f's summaries */
+	__u64 gcand[XDPR_FLT_SUMM]; /* flt_classify: candidates by shape group */
+	__u32 group0;
+	__u32 gslot;
 	__s32 pos;          /* flt_classify: first matching rule's position, -1: none */
 	__s32 cont;         /* fwd_ip6 -> fwd6_finish: the exit once accepted, -1: the path's end */
 	__u16 l4off;        /* IPv6: transport header offset (reject6) */
@@ -265,6 +269,36 @@ static long flt_cand_cb(__u32 idx, void *arg)
 	return 1;
 }
 
+/* One shape group: its words whose every constrained field has the packet's S_f bit. */
+static long flt_grp_cb(__u32 g, void *arg)
+{
+	struct flt_pkt *fp = ((struct flt_cls *)arg)->fp;
+	__u32 slot, idx;
+	void *descs;
+	const struct xdpr_flt_desc *d;
+	__u32 fm;
+
+	if (!fp)
+		return 1;
+	slot = fp->gslot & 1;
+	idx = fp->group0 + g;
+	descs = bpf_map_lookup_elem(&xdpr_flt_desc, &slot);
+	d = descs ? bpf_map_lookup_elem(descs, &idx) : NULL;
+	if (!d)
+		return 1; /* stops short: the caller keeps the wider candidates */
+	fm = d->pad;
+#pragma unroll
+	for (int i = 0; i < XDPR_FLT_SUMM; i++) {
+		__u64 m = d->summ[i];
+
+#pragma unroll
+		for (int f = 0; f < XDPR_FF_MAX; f++)
+			m &= fp->ssumm[f][i] | ((__u64)((fm >> f) & 1) - 1);
+		fp->gcand[i] |= m;
+	}
+	return 0;
+}
+
 static __always_inline __u32 flt_val(void *vals, __u32 idx)
 {
 	__u32 *v = bpf_map_lookup_elem(vals, &idx);
@@ -319,6 +353,7 @@ __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 	void *vals = bpf_map_lookup_elem(&xdpr_flt_val, &slot);
 	void *ifs = bpf_map_lookup_elem(&xdpr_flt_if, &slot);
 	struct flt_cls c = { .slot = slot };
+	struct xdpr_flt_hdr *hdr;
 	__u32 id;
 
 	if (!ctx || !fp || !descs || !vals || !ifs)
@@ -338,8 +373,10 @@ __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 			return -2;                           \
 		fp->sid[f] = id;                             \
 		_Pragma("unroll")                            \
-		for (int i = 0; i < XDPR_FLT_SUMM; i++)      \
+		for (int i = 0; i < XDPR_FLT_SUMM; i++) {    \
 			fp->cand[i] &= w->summ[i] | sd->summ[i]; \
+			fp->ssumm[f][i] = sd->summ[i];       \
+		}                                            \
 	} while (0)
 	FLT_DESC(XDPR_FF_SRC, flt_addr(slot, fp, XDPR_FF_SRC, fp->src));
 	FLT_DESC(XDPR_FF_DST, flt_addr(slot, fp, XDPR_FF_DST, fp->dst));
@@ -350,6 +387,20 @@ __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 	FLT_DESC(XDPR_FF_OUT, flt_if(ifs, fp->out_if, XDPR_FF_OUT));
 	FLT_DESC(XDPR_FF_STATE, flt_val(vals, XDPR_FV_STATE + (state & 3)));
 #undef FLT_DESC
+	hdr = bpf_map_lookup_elem(&xdpr_flt_hdr, &slot);
+	if (hdr && hdr->ngroups) {
+		/* narrow by shape group: a word needs some group all of whose fields hit */
+#pragma unroll
+		for (int i = 0; i < XDPR_FLT_SUMM; i++)
+			fp->gcand[i] = 0;
+		fp->group0 = hdr->group0;
+		fp->gslot = slot;
+		if (bpf_loop(hdr->ngroups, flt_grp_cb, &c, 0) == hdr->ngroups) {
+#pragma unroll
+			for (int i = 0; i < XDPR_FLT_SUMM; i++)
+				fp->cand[i] &= fp->gcand[i];
+		}
+	}
 	fp->pos = -1;
 	bpf_loop(XDPR_FLT_WORDS, flt_cand_cb, &c, 0);
 	return fp->pos;
@@ -568,7 +619,7 @@ __noinline int filter4_view(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_if
 	if (!ctx || !io || !fp || pkt4_view(ctx, io, p))
 		return XDPR_DROP_FILTER_HDR;
 	end = p->end;
-	__builtin_memset(fp, 0, sizeof(*fp));
+	__builtin_memset(fp, 0, offsetof(struct flt_pkt, keyed)); /* the view; the rest is written before read */
 	fp->family = 4;
 	fp->proto = p->iph->protocol;
 	__builtin_memcpy(fp->src, &p->iph->saddr, 4);
@@ -582,6 +633,7 @@ __noinline int filter4_view(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_if
 		fp->frag_key.daddr = p->iph->daddr;
 		fp->frag_key.id = p->iph->id;
 		fp->frag_key.proto = p->iph->protocol;
+		fp->frag_key.pad = 0;
 	}
 	if (!p->l4) {
 		fp->nokey = 1; /* a later fragment: portless */
@@ -633,7 +685,7 @@ __noinline int filter6_view(struct xdp_md *ctx, __u32 l4off, __u32 proto, __u32 
 	ip_end = (void *)(ip6h + 1) + plen;
 	if (ip_end > end)
 		return XDPR_DROP_FILTER_HDR;
-	__builtin_memset(fp, 0, sizeof(*fp));
+	__builtin_memset(fp, 0, offsetof(struct flt_pkt, keyed)); /* the view; the rest is written before read */
 	fp->family = 6;
 	fp->proto = proto;
 	__builtin_memcpy(fp->src, &ip6h->saddr, 16);

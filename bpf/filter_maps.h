@@ -102,10 +102,15 @@ struct {
 	__type(value, struct xdpr_ctr);
 } xdpr_flt_stats SEC(".maps");
 
-/* Flow states of accepted forwarded flows without a NAT session. */
+/*
+ * Flow states of accepted forwarded flows without a NAT session.  Each CPU
+ * evicts from its own LRU list (no list lock shared between CPUs when a
+ * new flow needs room); a state is found from any CPU.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, XDPR_FLT_FLOWS);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__type(key, struct xdpr_flow_key);
 	__type(value, struct xdpr_flow);
 } xdpr_flt_flows SEC(".maps");

@@ -432,7 +432,14 @@ struct xdpr_rtnh {
  *
  * Word w of an S descriptor d:  i = w / 64, b = w % 64;
  *   (d.summ[i] >> b) & 1 ?  word[d.base + d.rank[i] + popcount(d.summ[i] & ((1 << b) - 1))] : 0
- * Candidate words: bit w of  AND over f of (desc[f].summ | desc[S_f].summ).
+ * Candidate words: bit w of  AND over f of (desc[f].summ | desc[S_f].summ),
+ * narrowed by the shape groups: the rules that constrain the same set of
+ * fields form a group, descriptor group0 + g (g < ngroups), whose summ
+ * says which words hold its rules and whose pad is that field set (bit f).
+ * A word can match only if, for some group, it holds the group's rules and
+ * every field of the group has the packet's S_f bit for it:
+ *   OR over g of (group.summ AND over f in group.pad of desc[S_f].summ).
+ * Group descriptors store no words; nothing else refers to them.
  *
  * A packet's field values: TCP/UDP ports in SPORT/DPORT; ICMP and ICMPv6
  * type in SPORT and code in DPORT; every other protocol, and later
@@ -509,9 +516,9 @@ struct xdpr_flt_hdr {
 	__u32 nrules;       /* rules in this slot (bits 0..nrules-1) */
 	__u8 policy;        /* XDPR_FLT_ACCEPT or XDPR_FLT_DROP */
 	__u8 flags;         /* enum xdpr_flt_hdr_flags */
-	__u16 pad;
+	__u16 ngroups;      /* shape groups (below), 0: none */
 	__u32 gen;          /* incremented by every change (userspace) */
-	__u32 pad2;
+	__u32 group0;       /* descriptor index of the first shape group */
 };
 
 /* LPM keys: prefixlen counts the field byte's 8 bits plus the prefix's. */

@@ -1006,6 +1006,45 @@ static __u64 image_memory(const struct xdpr_flt_image *img)
 	       (img->nlpm4 + img->nlpm6) * 140 + img->nif * 96;
 }
 
+/*
+ * Shape groups (xdpr_shared.h): one descriptor per distinct set of fields
+ * the rules constrain, after every other descriptor, with the words that
+ * hold such rules.  They let the packet path skip words whose rules each
+ * miss on some field they look at, which W_f alone cannot tell.
+ */
+static int compile_groups(struct cc *cc)
+{
+	struct xdpr_flt_image *img = cc->img;
+	const struct xdpr_flt_list *l = cc->l;
+	size_t first = img->ndesc;
+	int slot_of[1 << XDPR_FF_MAX];
+	__u32 n = 0;
+
+	for (int m = 0; m < 1 << XDPR_FF_MAX; m++)
+		slot_of[m] = -1;
+	for (size_t p = 0; p < l->n; p++) {
+		__u32 m = 0;
+
+		for (int f = 0; f < XDPR_FF_MAX; f++)
+			if (constrains(&l->r[p], f))
+				m |= 1u << f;
+		if (slot_of[m] < 0) {
+			int e = grow((void **)&img->desc, &cc->dcap, first + n + 1, sizeof(*img->desc));
+
+			if (e)
+				return e;
+			memset(&img->desc[first + n], 0, sizeof(*img->desc));
+			img->desc[first + n].pad = m;
+			slot_of[m] = n++;
+		}
+		img->desc[first + slot_of[m]].summ[p / 64 / 64] |= 1ULL << (p / 64 % 64);
+	}
+	img->ndesc = first + n;
+	img->hdr.ngroups = n;
+	img->hdr.group0 = first;
+	return 0;
+}
+
 int xdpr_flt_compile(struct xdpr_flt_list *l, struct xdpr_flt_image *img, char *err, size_t len)
 {
 	struct cc cc = { .img = img, .l = l, .nw = (l->n + 63) / 64, .err = err, .errlen = len };
@@ -1069,6 +1108,9 @@ int xdpr_flt_compile(struct xdpr_flt_list *l, struct xdpr_flt_image *img, char *
 		e = compile_state(&cc);
 	if (!e)
 		e = compile_ifs(&cc);
+	if (e)
+		goto out;
+	e = compile_groups(&cc);
 	if (e)
 		goto out;
 	img->hdr.nrules = l->n;

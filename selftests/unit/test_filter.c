@@ -585,8 +585,22 @@ static long emu_classify(const struct xdpr_flt_image *img, const struct pkt *p, 
 	for (__u32 i = 0; i < XDPR_FLT_SUMM; i++) {
 		__u64 cand = ~0ULL;
 
+		__u64 gcand = 0;
+
 		for (int f = 0; f < XDPR_FF_MAX; f++)
 			cand &= img->desc[f].summ[i] | img->desc[d[f]].summ[i];
+		/* narrowed by the shape groups, as the packet path does */
+		for (__u32 g = 0; g < img->hdr.ngroups; g++) {
+			const struct xdpr_flt_desc *gd = &img->desc[img->hdr.group0 + g];
+			__u64 m = gd->summ[i];
+
+			for (int f = 0; f < XDPR_FF_MAX; f++)
+				if ((gd->pad >> f) & 1)
+					m &= img->desc[d[f]].summ[i];
+			gcand |= m;
+		}
+		if (img->hdr.ngroups)
+			cand &= gcand;
 		while (cand) {
 			__u32 w = 64 * i + __builtin_ctzll(cand);
 			__u64 m = ~0ULL;
@@ -617,7 +631,25 @@ static bool image_sane(const struct xdpr_flt_list *l, const struct xdpr_flt_imag
 	for (size_t i = 0; i < sizeof(img->desc[0]); i++)
 		if (((const __u8 *)&img->desc[XDPR_FLT_DESC_EMPTY])[i])
 			return snprintf(why, len, "EMPTY not zero"), false;
-	for (size_t d = XDPR_FLT_DESC_EMPTY + 1; d < img->ndesc; d++) {
+	size_t nsets = img->hdr.ngroups ? img->hdr.group0 : img->ndesc;
+	__u64 covered[XDPR_FLT_SUMM] = {};
+
+	if ((!img->hdr.ngroups) != (!l->n) || (l->n && img->hdr.group0 + img->hdr.ngroups != img->ndesc))
+		return snprintf(why, len, "shape groups: %u from %u of %zu descriptors", img->hdr.ngroups,
+				img->hdr.group0, img->ndesc), false;
+	for (__u32 g = 0; g < img->hdr.ngroups; g++) {
+		const struct xdpr_flt_desc *e = &img->desc[img->hdr.group0 + g];
+
+		for (__u32 h = 0; h < g; h++)
+			if (img->desc[img->hdr.group0 + h].pad == e->pad)
+				return snprintf(why, len, "two shape groups of fields 0x%x", e->pad), false;
+		for (int i = 0; i < XDPR_FLT_SUMM; i++)
+			covered[i] |= e->summ[i];
+	}
+	for (size_t w = 0; w < nw; w++)
+		if (!((covered[w / 64] >> (w % 64)) & 1))
+			return snprintf(why, len, "rule word %zu in no shape group", w), false;
+	for (size_t d = XDPR_FLT_DESC_EMPTY + 1; d < nsets; d++) {
 		const struct xdpr_flt_desc *e = &img->desc[d];
 		size_t stored = 0;
 
@@ -647,8 +679,10 @@ static bool image_sane(const struct xdpr_flt_list *l, const struct xdpr_flt_imag
 /* No two descriptors with the same words (the memory bound relies on it). */
 static bool desc_unique(const struct xdpr_flt_image *img)
 {
-	for (size_t a = XDPR_FLT_DESC_EMPTY + 1; a < img->ndesc && a < 400; a++)
-		for (size_t b = a + 1; b < img->ndesc && b < 400; b++) {
+	size_t n = img->hdr.ngroups ? img->hdr.group0 : img->ndesc; /* the rule sets, not the groups */
+
+	for (size_t a = XDPR_FLT_DESC_EMPTY + 1; a < n && a < 400; a++)
+		for (size_t b = a + 1; b < n && b < 400; b++) {
 			bool same = !memcmp(img->desc[a].summ, img->desc[b].summ, sizeof(img->desc[a].summ));
 
 			for (__u32 w = 0; same && w < XDPR_FLT_WORDS; w++)
