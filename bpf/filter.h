@@ -455,7 +455,8 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 	if (!cfg)
 		return XDPR_FS_INVALID;
 	fp->keyed = 0;
-	if (!fp->nat && !fp->nokey) {
+	/* an ICMP error is never a flow of its own: only its quote can relate it */
+	if (!fp->nat && !fp->nokey && !fp->icmp_err) {
 		flow_key(&fp->key, fp->src, fp->dst, fp->ksport, fp->kdport, fp->proto, fp->family, &from_a);
 		fp->from_a = from_a;
 		fp->keyed = 1;

@@ -170,6 +170,10 @@ static const struct fcase cases[] = {
 	  { { .ip = 6, .proto = IPPROTO_TCP, .dport = 22, .exthdrs = 1, .reason = XDPR_DROP_FILTER, .rule = 1 },
 	    { .ip = 6, .proto = IPPROTO_TCP, .dport = 80, .exthdrs = 2, .reason = XDPR_PASS_IP6_EXTHDR, .rule = -1 },
 	    { .ip = 6, .proto = IPPROTO_TCP, .dport = 80, .exthdrs = 9, .reason = XDPR_DROP_FILTER_HDR } } },
+	{ "an ICMP error is related only through its quote", DROP, { "proto icmp icmp-type 13 accept" },
+	  { { .proto = IPPROTO_ICMP, .sport = 13, .reason = XDPR_FWD, .rule = 1 },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_ICMP, .sport = 3,
+	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
 	{ "traffic for the router itself never meets the filter", DROP, { NULL },
 	  { { .dst = "10.0.2.1", .reason = XDPR_PASS_FIB_NOT_FWDED }, { .ip = 6, .dst = "2001:db8:1::1", .reason = XDPR_PASS_FIB_NOT_FWDED } } },
 };
