@@ -75,6 +75,9 @@ struct flt_pkt {
 	__u64 cand[XDPR_FLT_SUMM]; /* flt_classify: candidate words left */
 	__u32 sid[XDPR_FF_MAX];    /* flt_classify: S_f, the descriptor of the packet's value */
 	__u64 ssumm[XDPR_FF_MAX][XDPR_FLT_SUMM]; /* flt_classify: S_f's summaries */
+	__u64 wsumm[XDPR_FF_MAX][XDPR_FLT_SUMM]; /* flt_classify: W_f's summaries */
+	__u32 sbase[XDPR_FF_MAX];  /* flt_classify: S_f's first stored word */
+	__u16 srank[XDPR_FF_MAX][XDPR_FLT_SUMM]; /* flt_classify: S_f's ranks */
 	__u64 gcand[XDPR_FLT_SUMM]; /* flt_classify: candidates by shape group */
 	__u32 group0;
 	__u32 gslot;
@@ -201,42 +204,28 @@ static __always_inline __u32 ctz64(__u64 x)
 	return __builtin_popcountll((x & -x) - 1);
 }
 
-/* Word 64*i+b of a compacted descriptor's set. */
-static __always_inline __u64 flt_sword(void *words, const struct xdpr_flt_desc *d, __u32 i, __u32 b)
-{
-	__u64 s;
-	__u32 idx;
-
-	i &= XDPR_FLT_SUMM - 1;
-	s = d->summ[i];
-	if (!((s >> b) & 1))
-		return 0;
-	idx = d->base + d->rank[i] + __builtin_popcountll(s & ((1ULL << b) - 1));
-	return flt_word(words, idx);
-}
 
 /*
  * Word w = 64*i+b of W_f | S_f, where = slot << 16 | f << 12 | w.  Global:
  * one verification, whatever the caller's path (the branches per field
  * would multiply otherwise).
  */
-__noinline __u64 flt_fword(__u32 where, __u32 sid)
+__noinline __u64 flt_fword(__u32 where)
 {
 	__u32 slot = (where >> 16) & 1, f = (where >> 12) & 7, i = (where >> 6) & 7, b = where & 63;
 	void *words = bpf_map_lookup_elem(&xdpr_flt_word, &slot);
-	void *descs = bpf_map_lookup_elem(&xdpr_flt_desc, &slot);
-	const struct xdpr_flt_desc *wd, *sd;
-	__u64 v = 0;
+	struct flt_pkt *fp = flt_scratch();
+	__u64 v = 0, s;
 
-	if (!words || !descs)
+	if (!words || !fp)
 		return 0;
-	wd = bpf_map_lookup_elem(descs, &f); /* W_f: rules that do not look at field f */
-	sd = bpf_map_lookup_elem(descs, &sid); /* S_f */
-	if (!wd || !sd)
-		return 0;
-	if ((wd->summ[i] >> b) & 1)
+	/* W_f's and S_f's summaries, S_f's base and ranks: copied by flt_classify */
+	if ((fp->wsumm[f][i] >> b) & 1)
 		v = flt_word(words, f * XDPR_FLT_WORDS + i * 64 + b);
-	return v | flt_sword(words, sd, i, b);
+	s = fp->ssumm[f][i];
+	if ((s >> b) & 1)
+		v |= flt_word(words, fp->sbase[f] + fp->srank[f][i] + __builtin_popcountll(s & ((1ULL << b) - 1)));
+	return v;
 }
 
 /* One candidate word a round: the lowest left; 1 (stop) on a match or when none are left. */
@@ -261,7 +250,7 @@ static long flt_cand_cb(__u32 idx, void *arg)
 	fp->cand[i & 7] = x & (x - 1);
 #pragma unroll
 	for (int f = 0; f < XDPR_FF_MAX; f++) {
-		m &= flt_fword(c->slot << 16 | f << 12 | (i * 64 + b), fp->sid[f]);
+		m &= flt_fword(c->slot << 16 | f << 12 | (i * 64 + b));
 		if (!m)
 			return 0;
 	}
@@ -372,10 +361,13 @@ __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 		if (!w || !sd)                               \
 			return -2;                           \
 		fp->sid[f] = id;                             \
+		fp->sbase[f] = sd->base;                     \
 		_Pragma("unroll")                            \
 		for (int i = 0; i < XDPR_FLT_SUMM; i++) {    \
 			fp->cand[i] &= w->summ[i] | sd->summ[i]; \
 			fp->ssumm[f][i] = sd->summ[i];       \
+			fp->wsumm[f][i] = w->summ[i];        \
+			fp->srank[f][i] = sd->rank[i];       \
 		}                                            \
 	} while (0)
 	FLT_DESC(XDPR_FF_SRC, flt_addr(slot, fp, XDPR_FF_SRC, fp->src));
