@@ -73,7 +73,6 @@ struct flt_pkt {
 	struct xdpr_flow_key key;
 	struct xdpr_flow_key ikey; /* flt_track: the quoted packet's flow */
 	__u64 cand[XDPR_FLT_SUMM]; /* flt_classify: candidate words left */
-	__u32 sid[XDPR_FF_MAX];    /* flt_classify: S_f, the descriptor of the packet's value */
 	__u64 ssumm[XDPR_FF_MAX][XDPR_FLT_SUMM]; /* flt_classify: S_f's summaries */
 	__u64 wsumm[XDPR_FF_MAX][XDPR_FLT_SUMM]; /* flt_classify: W_f's summaries */
 	__u32 sbase[XDPR_FF_MAX];  /* flt_classify: S_f's first stored word */
@@ -187,7 +186,7 @@ static __always_inline __u8 flow_bits(__u8 proto, __u8 tcp_flags, int out)
 /* ---- classification ---- */
 
 struct flt_cls {
-	struct flt_pkt *fp; /* cand[], sid[], pos */
+	struct flt_pkt *fp; /* cand[], the fields' summaries, pos */
 	__u32 slot;
 	__u32 pad;
 };
@@ -360,7 +359,6 @@ __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 		sd = bpf_map_lookup_elem(descs, &id);        \
 		if (!w || !sd)                               \
 			return -2;                           \
-		fp->sid[f] = id;                             \
 		fp->sbase[f] = sd->base;                     \
 		_Pragma("unroll")                            \
 		for (int i = 0; i < XDPR_FLT_SUMM; i++) {    \
