@@ -845,6 +845,19 @@ out:
  * (icmp only IPv4, icmpv6 only IPv6); a rule without one whose prefixes say
  * a family holds every protocol value of that family.
  */
+/* n rule bitmaps (XDPR_FLT_WORDS words apart) as the descriptors of values base.. base+n-1. */
+static int intern_vals(struct cc *cc, const __u64 *bm, int n, __u32 base)
+{
+	for (int v = 0; v < n; v++) {
+		long id = intern(cc, bm + (size_t)v * XDPR_FLT_WORDS);
+
+		if (id < 0)
+			return id;
+		cc->img->val[base + v] = id;
+	}
+	return 0;
+}
+
 static int compile_proto(struct cc *cc)
 {
 	const struct xdpr_flt_list *l = cc->l;
@@ -868,14 +881,8 @@ static int compile_proto(struct cc *cc)
 				bit_set(bm + (size_t)(256 * v6 + v) * XDPR_FLT_WORDS, p);
 		}
 	}
-	for (int v = 0; v < 512 && !err; v++) {
-		long id = intern(cc, bm + (size_t)v * XDPR_FLT_WORDS);
-
-		if (id < 0)
-			err = id;
-		else
-			cc->img->val[XDPR_FV_PROTO + v] = id;
-	}
+	if (!err)
+		err = intern_vals(cc, bm, 512, XDPR_FV_PROTO);
 	free(bm);
 	return err;
 }
@@ -890,14 +897,8 @@ static int compile_state(struct cc *cc)
 		for (int s = 0; s < XDPR_FS_MAX; s++)
 			if (constrains(&l->r[p], XDPR_FF_STATE) && (l->r[p].states & (1u << s)))
 				bit_set(bm + (size_t)s * XDPR_FLT_WORDS, p);
-	for (int s = 0; s < XDPR_FS_MAX && !err; s++) {
-		long id = intern(cc, bm + (size_t)s * XDPR_FLT_WORDS);
-
-		if (id < 0)
-			err = id;
-		else
-			cc->img->val[XDPR_FV_STATE + s] = id;
-	}
+	if (!err)
+		err = intern_vals(cc, bm, XDPR_FS_MAX, XDPR_FV_STATE);
 	free(bm);
 	return err;
 }
