@@ -50,6 +50,19 @@ static __always_inline __u16 ip4_hdr_csum(struct iphdr *iph, void *end)
 	return (__u16)~csum_fold32(sum);
 }
 
+/* The view of a checked IPv4 header (tot_len within the frame), its ports found. */
+static __always_inline void pkt4_init(struct pkt4 *p, struct iphdr *iph, void *end, __u32 tot_len)
+{
+	p->iph = iph;
+	p->end = end;
+	p->ip_end = (void *)iph + tot_len;
+	p->proto = iph->protocol;
+	p->frag = (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET)) != 0;
+	if (!(iph->frag_off & bpf_htons(IP_OFFSET)))
+		p->l4 = (void *)iph + (iph->ihl & 0xf) * 4;
+	pkt4_ports(p);
+}
+
 /*
  * FIB lookup toward dst, as arriving on ifindex (or, with OUTPUT, leaving
  * through it).  With BPF_FIB_LOOKUP_SRC, fib->ipv4_src is the source
@@ -247,14 +260,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 	if (ip4_martian(iph->saddr, iph->daddr))
 		return XDPR_PASS_MARTIAN;
 
-	p.iph = iph;
-	p.end = c->end;
-	p.ip_end = (void *)iph + tot_len;
-	p.proto = iph->protocol;
-	p.frag = (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET)) != 0;
-	if (!(iph->frag_off & bpf_htons(IP_OFFSET)))
-		p.l4 = (void *)iph + (iph->ihl & 0xf) * 4;
-	pkt4_ports(&p);
+	pkt4_init(&p, iph, c->end, tot_len);
 
 #define io (*iop)
 	nat = cfg && (cfg->flags & XDPR_CFG_NAT);
@@ -393,14 +399,7 @@ __noinline __u32 filter4_late_view(struct xdp_md *ctx)
 	io = bpf_map_lookup_elem(&xdpr_io_scr, &zero);
 	if (!fib || !io)
 		return 0;
-	p.iph = iph;
-	p.end = end;
-	p.ip_end = (void *)iph + tot_len;
-	p.proto = iph->protocol;
-	p.frag = (iph->frag_off & bpf_htons(IP_MF | IP_OFFSET)) != 0;
-	if (!(iph->frag_off & bpf_htons(IP_OFFSET)))
-		p.l4 = (void *)iph + (iph->ihl & 0xf) * 4;
-	pkt4_ports(&p);
+	pkt4_init(&p, iph, end, tot_len);
 	fibrc = ip4_fib(ctx, fib, &p, 0, sizeof(struct iphdr), iph->daddr, ctx->ingress_ifindex);
 	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH)
 		return 0;
