@@ -77,10 +77,10 @@ struct flt_pkt {
 	__u64 wsumm[XDPR_FF_MAX][XDPR_FLT_SUMM]; /* flt_classify: W_f's summaries */
 	__u32 sbase[XDPR_FF_MAX];  /* flt_classify: S_f's first stored word */
 	__u16 srank[XDPR_FF_MAX][XDPR_FLT_SUMM]; /* flt_classify: S_f's ranks */
-	__u64 gcand[XDPR_FLT_SUMM]; /* flt_classify: candidates by shape group */
-	__u32 group0;
-	__u32 gslot;
-	__s32 pos;          /* flt_classify: first matching rule's position, -1: none */
+	__u32 best;         /* flt_classify: position of the best match so far */
+	__u16 skip;         /* flt_classify: words before this one are done */
+	__u16 pad5;
+	__s32 pos;          /* flt_classify: the deciding rule's bit, -1: none, -2: list incomplete */
 	__s32 cont;         /* fwd_ip6 -> fwd6_finish: the exit once accepted, -1: the path's end */
 	__u16 l4off;        /* IPv6: transport header offset (reject6) */
 	__u8 exthdr;        /* IPv6: extension headers (the kernel forwards it) */
@@ -227,13 +227,20 @@ __noinline __u64 flt_fword(__u32 where)
 	return v;
 }
 
-/* One candidate word a round: the lowest left; 1 (stop) on a match or when none are left. */
+/*
+ * One candidate word a round, the lowest left; 1 (stop) when none are left.
+ * A word holds rules of one group in list order (xdpr_shared.h, bit
+ * layout): its first matching bit is the group's best, so the group's
+ * later words are skipped and the lowest position over the groups wins.
+ */
 static long flt_cand_cb(__u32 idx, void *arg)
 {
 	struct flt_cls *c = arg;
 	struct flt_pkt *fp = c->fp;
-	__u32 i = XDPR_FLT_SUMM, b;
+	struct xdpr_flt_rule *r;
+	__u32 i = XDPR_FLT_SUMM, b, w, bit;
 	__u64 m = ~0ULL, x = 0;
+	void *rules;
 
 	if (!fp)
 		return 1;
@@ -247,43 +254,36 @@ static long flt_cand_cb(__u32 idx, void *arg)
 		return 1;
 	b = ctz64(x) & 63;
 	fp->cand[i & 7] = x & (x - 1);
+	w = i * 64 + b;
+	if (w < fp->skip)
+		return 0;
+	/* the fields with rules here first: they are what a candidate fails on */
 #pragma unroll
-	for (int f = 0; f < XDPR_FF_MAX; f++) {
-		m &= flt_fword(c->slot << 16 | f << 12 | (i * 64 + b));
-		if (!m)
-			return 0;
-	}
-	fp->pos = (i * 64 + b) * 64 + ctz64(m);
-	return 1;
-}
-
-/* One shape group: its words whose every constrained field has the packet's S_f bit. */
-static long flt_grp_cb(__u32 g, void *arg)
-{
-	struct flt_pkt *fp = ((struct flt_cls *)arg)->fp;
-	__u32 slot, idx;
-	void *descs;
-	const struct xdpr_flt_desc *d;
-	__u32 fm;
-
-	if (!fp)
+	for (int f = 0; f < XDPR_FF_MAX; f++)
+		if ((fp->ssumm[f][i & 7] >> b) & 1) {
+			m &= flt_fword(c->slot << 16 | f << 12 | w);
+			if (!m)
+				return 0;
+		}
+#pragma unroll
+	for (int f = 0; f < XDPR_FF_MAX; f++)
+		if (!((fp->ssumm[f][i & 7] >> b) & 1)) {
+			m &= flt_fword(c->slot << 16 | f << 12 | w);
+			if (!m)
+				return 0;
+		}
+	bit = w * 64 + ctz64(m);
+	rules = bpf_map_lookup_elem(&xdpr_flt_rule, &c->slot);
+	r = rules ? bpf_map_lookup_elem(rules, &bit) : NULL;
+	if (!r) {
+		fp->pos = -2; /* a list half there: fail closed */
 		return 1;
-	slot = fp->gslot & 1;
-	idx = fp->group0 + g;
-	descs = bpf_map_lookup_elem(&xdpr_flt_desc, &slot);
-	d = descs ? bpf_map_lookup_elem(descs, &idx) : NULL;
-	if (!d)
-		return 1; /* stops short: the caller keeps the wider candidates */
-	fm = d->pad;
-#pragma unroll
-	for (int i = 0; i < XDPR_FLT_SUMM; i++) {
-		__u64 m = d->summ[i];
-
-#pragma unroll
-		for (int f = 0; f < XDPR_FF_MAX; f++)
-			m &= fp->ssumm[f][i] | ((__u64)((fm >> f) & 1) - 1);
-		fp->gcand[i] |= m;
 	}
+	if (fp->pos < 0 || r->pos < fp->best) {
+		fp->best = r->pos;
+		fp->pos = bit;
+	}
+	fp->skip = r->gend;
 	return 0;
 }
 
@@ -331,8 +331,9 @@ static __always_inline __u32 flt_addr(__u32 slot, struct flt_pkt *fp, __u32 fiel
 }
 
 /*
- * The first rule of the slot's list that matches: its position, -1 when
- * none does, -2 when the slot is incomplete (fail closed).
+ * The first rule of the slot's list that matches: its bit (the rules
+ * array's index), -1 when none does, -2 when the slot is incomplete (fail
+ * closed).
  */
 __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 {
@@ -341,7 +342,6 @@ __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 	void *vals = bpf_map_lookup_elem(&xdpr_flt_val, &slot);
 	void *ifs = bpf_map_lookup_elem(&xdpr_flt_if, &slot);
 	struct flt_cls c = { .slot = slot };
-	struct xdpr_flt_hdr *hdr;
 	__u32 id;
 
 	if (!ctx || !fp || !descs || !vals || !ifs)
@@ -377,21 +377,8 @@ __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 	FLT_DESC(XDPR_FF_OUT, flt_if(ifs, fp->out_if, XDPR_FF_OUT));
 	FLT_DESC(XDPR_FF_STATE, flt_val(vals, XDPR_FV_STATE + (state & 3)));
 #undef FLT_DESC
-	hdr = bpf_map_lookup_elem(&xdpr_flt_hdr, &slot);
-	if (hdr && hdr->ngroups) {
-		/* narrow by shape group: a word needs some group all of whose fields hit */
-#pragma unroll
-		for (int i = 0; i < XDPR_FLT_SUMM; i++)
-			fp->gcand[i] = 0;
-		fp->group0 = hdr->group0;
-		fp->gslot = slot;
-		if (bpf_loop(hdr->ngroups, flt_grp_cb, &c, 0) == hdr->ngroups) {
-#pragma unroll
-			for (int i = 0; i < XDPR_FLT_SUMM; i++)
-				fp->cand[i] &= fp->gcand[i];
-		}
-	}
 	fp->pos = -1;
+	fp->skip = 0;
 	bpf_loop(XDPR_FLT_WORDS, flt_cand_cb, &c, 0);
 	return fp->pos;
 }

@@ -407,13 +407,13 @@ struct xdpr_rtnh {
 
 /* ---- filter (forwarded traffic; bpf/filter.h, loader/filter.c) ----
  *
- * A first-match rule list compiled into a bit-vector classifier.  Rule
- * position p (0 = first) is bit p%64 of word p/64 of a rule bitmap.  Each
+ * A first-match rule list compiled into a bit-vector classifier.  Each rule
+ * has a bit (layout below), bit k%64 of word k/64 of a rule bitmap.  Each
  * of the XDPR_FF_MAX fields maps a packet's value to a descriptor: the set
  * of rules that constrain that field and accept that value (S).  The rules
  * that do not constrain the field at all (W_f) are one dense bitmap per
  * field.  A packet matches the rules in  AND over f of (W_f | S_f(value)),
- * and the first of them decides; none: the policy.
+ * and the first of them in list order decides; none: the policy.
  *
  * Storage per slot (two slots, switched by xdpr_cfg.flt_slot like routes):
  *   xdpr_flt_word  u64 array.  Words 0 .. XDPR_FF_MAX*XDPR_FLT_WORDS-1 are
@@ -427,19 +427,23 @@ struct xdpr_rtnh {
  *   xdpr_flt_lpm4/6 LPM tries: struct xdpr_flt_lpm4/6 -> u32 descriptor id
  *                  for the address fields (src, dst); no match: EMPTY.
  *   xdpr_flt_if    hash struct xdpr_flt_ifkey -> u32 descriptor id; none: EMPTY.
- *   xdpr_flt_rule  struct xdpr_flt_rule array, by position.
+ *   xdpr_flt_rule  struct xdpr_flt_rule array, by bit (below).
  *   xdpr_flt_hdr   plain array of 2 struct xdpr_flt_hdr, one per slot.
  *
  * Word w of an S descriptor d:  i = w / 64, b = w % 64;
  *   (d.summ[i] >> b) & 1 ?  word[d.base + d.rank[i] + popcount(d.summ[i] & ((1 << b) - 1))] : 0
- * Candidate words: bit w of  AND over f of (desc[f].summ | desc[S_f].summ),
- * narrowed by the shape groups: the rules that constrain the same set of
- * fields form a group, descriptor group0 + g (g < ngroups), whose summ
- * says which words hold its rules and whose pad is that field set (bit f).
- * A word can match only if, for some group, it holds the group's rules and
- * every field of the group has the packet's S_f bit for it:
- *   OR over g of (group.summ AND over f in group.pad of desc[S_f].summ).
- * Group descriptors store no words; nothing else refers to them.
+ * Candidate words: bit w of  AND over f of (desc[f].summ | desc[S_f].summ).
+ *
+ * Bit layout: a rule's bit is not its position.  Rules that constrain the
+ * same set of fields (a shape) form a group; each group's rules take
+ * consecutive bits in list order, from a word of its own (the compiler
+ * merges the smallest groups, in list order, only if padding would not fit
+ * XDPR_FLT_WORDS).  A word then holds one shape, so W_f is empty there for
+ * each field the shape constrains and the summaries' AND keeps a word only
+ * if every such field has a rule there accepting the packet's value.  The
+ * rules array is indexed by bit; its entry says the rule's position (the
+ * lowest position of all matching bits decides) and where its group ends
+ * (once a group has a match, its later words cannot do better).
  *
  * A packet's field values: TCP/UDP ports in SPORT/DPORT; ICMP and ICMPv6
  * type in SPORT and code in DPORT; every other protocol, and later
@@ -507,18 +511,21 @@ struct xdpr_flt_desc {
 };
 
 struct xdpr_flt_rule {
-	__u32 id;           /* counter index in xdpr_flt_stats (1..XDPR_FLT_MAX_RULES) */
+	__u32 id;           /* counter index in xdpr_flt_stats (1..XDPR_FLT_MAX_RULES); 0: no rule */
 	__u8 action;        /* enum xdpr_flt_action */
-	__u8 pad[3];
+	__u8 pad;
+	__u16 gend;         /* the word after the last of this rule's group */
+	__u32 pos;          /* position in the list, 0 = first */
+	__u32 pad2;
 };
 
 struct xdpr_flt_hdr {
 	__u32 nrules;       /* rules in this slot (bits 0..nrules-1) */
 	__u8 policy;        /* XDPR_FLT_ACCEPT or XDPR_FLT_DROP */
 	__u8 flags;         /* enum xdpr_flt_hdr_flags */
-	__u16 ngroups;      /* shape groups (below), 0: none */
+	__u16 ngroups;      /* groups of the bit layout (below), for show */
 	__u32 gen;          /* incremented by every change (userspace) */
-	__u32 group0;       /* descriptor index of the first shape group */
+	__u32 pad;
 };
 
 /* LPM keys: prefixlen counts the field byte's 8 bits plus the prefix's. */
@@ -617,7 +624,7 @@ _Static_assert(sizeof(struct xdpr_ctr) == 16, "xdpr_ctr layout");
 _Static_assert(sizeof(struct xdpr_slot) == 16 * XDPR_REASON_MAX, "xdpr_slot layout");
 _Static_assert(XDPR_REASON_MAX <= 64, "reason set fits a u64 mask");
 _Static_assert(sizeof(struct xdpr_flt_desc) == 88, "xdpr_flt_desc layout");
-_Static_assert(sizeof(struct xdpr_flt_rule) == 8 && sizeof(struct xdpr_flt_hdr) == 16, "filter records");
+_Static_assert(sizeof(struct xdpr_flt_rule) == 16 && sizeof(struct xdpr_flt_hdr) == 16, "filter records");
 _Static_assert(sizeof(struct xdpr_flt_lpm4) == 12 && sizeof(struct xdpr_flt_lpm6) == 24, "filter LPM keys");
 _Static_assert(sizeof(struct xdpr_flow_key) == 40 && sizeof(struct xdpr_flow) == 32, "flow state");
 _Static_assert(sizeof(struct xdpr_flt_gc_cmd) == 16, "xdpr_flt_gc_cmd layout");

@@ -747,6 +747,8 @@ static int filter_show(int argc, char **argv)
 		out_u64("gen", " gen %llu", l.info.gen);
 		out_u64("descriptors", ": %llu descriptors", l.info.ndesc);
 		out_u64("words", ", %llu words", l.info.nwords);
+		out_u64("shape_groups", ", %llu rule shape groups", l.info.ngroups);
+		out_u64("rule_bits", " in %llu bits", l.info.nbits);
 		out_u64("lpm4", ", %llu IPv4 and", l.info.nlpm4);
 		out_u64("lpm6", " %llu IPv6 prefixes", l.info.nlpm6);
 		out_u64("ifaces", ", %llu interface entries", l.info.nif);

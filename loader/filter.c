@@ -51,7 +51,7 @@
 #define W_DENSE       (XDPR_FF_MAX * XDPR_FLT_WORDS) /* words of the W_f bitmaps */
 #define MAX_CLASSIFIER (256u << 20) /* bytes of words and descriptors one slot may take */
 #define BLOB_MAGIC    0x31544c46u   /* "FLT1" */
-#define BLOB_VERSION  1u
+#define BLOB_VERSION  2u
 #ifndef ENOTSUPP
 #define ENOTSUPP      524 /* the kernel's, for operations a map type lacks */
 #endif
@@ -426,7 +426,8 @@ static bool constrains(const struct xdpr_flt_spec *r, int f)
 	case XDPR_FF_DST:   return r->dst.kind != XDPR_FA_ANY;
 	case XDPR_FF_SPORT: return r->has & (XDPR_FH_SPORT | XDPR_FH_ICMP_TYPE);
 	case XDPR_FF_DPORT: return r->has & (XDPR_FH_DPORT | XDPR_FH_ICMP_CODE);
-	case XDPR_FF_PROTO: return (r->has & XDPR_FH_PROTO) || rule_family(r);
+	/* a prefix's family needs no PROTO bits: its address field holds it (one trie a family) */
+	case XDPR_FF_PROTO: return r->has & XDPR_FH_PROTO;
 	case XDPR_FF_IN:    return r->in[0];
 	case XDPR_FF_OUT:   return r->out[0];
 	case XDPR_FF_STATE: return (r->has & XDPR_FH_STATE) && r->states;
@@ -438,7 +439,9 @@ static bool constrains(const struct xdpr_flt_spec *r, int f)
 struct cc {
 	struct xdpr_flt_image *img;
 	const struct xdpr_flt_list *l;
-	size_t nw;               /* rule words in use: ceil(nrules / 64) */
+	size_t nw;               /* rule words in use (the layout's) */
+	__u32 *bit;              /* layout: bit of the rule at each position */
+	__u16 *gend;             /* layout: the word after that rule's group */
 	size_t wcap, dcap;
 	__u32 *tab;              /* open addressing: descriptor ids, 0 = free */
 	__u64 *thash;
@@ -636,7 +639,7 @@ static int compile_lpm(struct cc *cc, int field, int family)
 			memset(&src[n], 0, sizeof(src[n]));
 			memcpy(src[n].addr, a->addr, 16);
 			src[n].plen = a->plen;
-			src[n++].rule = p;
+			src[n++].rule = cc->bit[p];
 		} else if (a->kind == XDPR_FA_SET && (!rf || rf == family)) {
 			struct xdpr_flt_set *s = xdpr_flt_set_find(l, a->set);
 			size_t si;
@@ -665,7 +668,7 @@ static int compile_lpm(struct cc *cc, int field, int family)
 					src[n++].set = true;
 				}
 			}
-			bit_set(users[si], p);
+			bit_set(users[si], cc->bit[p]);
 		}
 	}
 	if (err || !n)
@@ -805,8 +808,8 @@ static int compile_ports(struct cc *cc, int field)
 			lo = hi = r->icmp_code;
 		else
 			continue;
-		ev[n++] = (struct val_ev){ lo, p, false };
-		ev[n++] = (struct val_ev){ hi + 1, p, true };
+		ev[n++] = (struct val_ev){ lo, cc->bit[p], false };
+		ev[n++] = (struct val_ev){ hi + 1, cc->bit[p], true };
 	}
 	qsort(ev, n, sizeof(*ev), val_ev_cmp);
 	for (size_t i = 0; i < n && !err;) {
@@ -840,11 +843,6 @@ out:
 	return err;
 }
 
-/*
- * PROTO: a named protocol is that value in the rule's family, or in both
- * (icmp only IPv4, icmpv6 only IPv6); a rule without one whose prefixes say
- * a family holds every protocol value of that family.
- */
 /* n rule bitmaps (XDPR_FLT_WORDS words apart) as the descriptors of values base.. base+n-1. */
 static int intern_vals(struct cc *cc, const __u64 *bm, int n, __u32 base)
 {
@@ -858,6 +856,11 @@ static int intern_vals(struct cc *cc, const __u64 *bm, int n, __u32 base)
 	return 0;
 }
 
+/*
+ * PROTO: a named protocol is that value in the rule's family, or in both
+ * (icmp only IPv4, icmpv6 only IPv6).  A rule without one leaves PROTO
+ * alone: a prefix's family is already that of the trie holding it.
+ */
 static int compile_proto(struct cc *cc)
 {
 	const struct xdpr_flt_list *l = cc->l;
@@ -871,14 +874,8 @@ static int compile_proto(struct cc *cc)
 		if (!constrains(r, XDPR_FF_PROTO))
 			continue;
 		for (int v6 = 0; v6 < 2; v6++) {
-			if (fam && fam != (v6 ? AF_INET6 : AF_INET))
-				continue;
-			if (r->has & XDPR_FH_PROTO) {
-				bit_set(bm + (size_t)(256 * v6 + r->proto) * XDPR_FLT_WORDS, p);
-				continue;
-			}
-			for (int v = 0; v < 256; v++)
-				bit_set(bm + (size_t)(256 * v6 + v) * XDPR_FLT_WORDS, p);
+			if (!fam || fam == (v6 ? AF_INET6 : AF_INET))
+				bit_set(bm + (size_t)(256 * v6 + r->proto) * XDPR_FLT_WORDS, cc->bit[p]);
 		}
 	}
 	if (!err)
@@ -896,7 +893,7 @@ static int compile_state(struct cc *cc)
 	for (size_t p = 0; p < l->n && !err; p++)
 		for (int s = 0; s < XDPR_FS_MAX; s++)
 			if (constrains(&l->r[p], XDPR_FF_STATE) && (l->r[p].states & (1u << s)))
-				bit_set(bm + (size_t)s * XDPR_FLT_WORDS, p);
+				bit_set(bm + (size_t)s * XDPR_FLT_WORDS, cc->bit[p]);
 	if (!err)
 		err = intern_vals(cc, bm, XDPR_FS_MAX, XDPR_FV_STATE);
 	free(bm);
@@ -931,9 +928,9 @@ static int compile_ifs(struct cc *cc)
 		const struct xdpr_flt_spec *r = &l->r[p];
 
 		if (r->in[0] && r->in_ifindex)
-			ref[n++] = (struct if_ref){ { r->in_ifindex, XDPR_FF_IN }, p };
+			ref[n++] = (struct if_ref){ { r->in_ifindex, XDPR_FF_IN }, cc->bit[p] };
 		if (r->out[0] && r->out_ifindex)
-			ref[n++] = (struct if_ref){ { r->out_ifindex, XDPR_FF_OUT }, p };
+			ref[n++] = (struct if_ref){ { r->out_ifindex, XDPR_FF_OUT }, cc->bit[p] };
 	}
 	if (err || !n)
 		goto out;
@@ -1008,47 +1005,97 @@ static __u64 image_memory(const struct xdpr_flt_image *img)
 }
 
 /*
- * Shape groups (xdpr_shared.h): one descriptor per distinct set of fields
- * the rules constrain, after every other descriptor, with the words that
- * hold such rules.  They let the packet path skip words whose rules each
- * miss on some field they look at, which W_f alone cannot tell.
+ * The bit layout (xdpr_shared.h): rules that constrain the same fields (a
+ * shape) form a group, each group in list order from a word of its own, so
+ * that a word's summaries speak for one shape.  Groups are merged, the
+ * smallest first, only when padding would not fit XDPR_FLT_WORDS.
+ * Sets cc->bit[p], cc->gend[p] (the word after p's group) and cc->nw.
  */
-static int compile_groups(struct cc *cc)
+static int layout(struct cc *cc)
 {
-	struct xdpr_flt_image *img = cc->img;
 	const struct xdpr_flt_list *l = cc->l;
-	size_t first = img->ndesc;
-	int slot_of[1 << XDPR_FF_MAX];
-	__u32 n = 0;
+	int gid_of[1 << XDPR_FF_MAX], up[1 << XDPR_FF_MAX];
+	size_t cnt[1 << XDPR_FF_MAX] = {}, next[1 << XDPR_FF_MAX], end[1 << XDPR_FF_MAX];
+	__u8 *gid = malloc(l->n + 1);
+	int ng = 0, live;
+	size_t words, w = 0;
 
+	cc->bit = calloc(l->n + 1, sizeof(*cc->bit));
+	cc->gend = calloc(l->n + 1, sizeof(*cc->gend));
+	if (!gid || !cc->bit || !cc->gend) {
+		free(gid);
+		return -ENOMEM;
+	}
 	for (int m = 0; m < 1 << XDPR_FF_MAX; m++)
-		slot_of[m] = -1;
+		gid_of[m] = -1;
 	for (size_t p = 0; p < l->n; p++) {
 		__u32 m = 0;
 
 		for (int f = 0; f < XDPR_FF_MAX; f++)
 			if (constrains(&l->r[p], f))
 				m |= 1u << f;
-		if (slot_of[m] < 0) {
-			int e = grow((void **)&img->desc, &cc->dcap, first + n + 1, sizeof(*img->desc));
-
-			if (e)
-				return e;
-			memset(&img->desc[first + n], 0, sizeof(*img->desc));
-			img->desc[first + n].pad = m;
-			slot_of[m] = n++;
+		if (gid_of[m] < 0) {
+			up[ng] = ng;
+			gid_of[m] = ng++;
 		}
-		img->desc[first + slot_of[m]].summ[p / 64 / 64] |= 1ULL << (p / 64 % 64);
+		gid[p] = gid_of[m];
+		cnt[gid[p]]++;
 	}
-	img->ndesc = first + n;
-	img->hdr.ngroups = n;
-	img->hdr.group0 = first;
+	/* merge the two smallest groups while the padded layout is too long */
+	for (live = ng;; live--) {
+		int a = -1, b = -1;
+
+		words = 0;
+		for (int g = 0; g < ng; g++)
+			if (up[g] == g)
+				words += (cnt[g] + 63) / 64;
+		if (words <= XDPR_FLT_WORDS || live < 2)
+			break;
+		for (int g = 0; g < ng; g++) {
+			if (up[g] != g)
+				continue;
+			if (a < 0 || cnt[g] < cnt[a]) {
+				b = a;
+				a = g;
+			} else if (b < 0 || cnt[g] < cnt[b]) {
+				b = g;
+			}
+		}
+		if (a > b) {
+			int t = a;
+
+			a = b;
+			b = t;
+		}
+		up[b] = a; /* into the one first seen: groups keep first-appearance order */
+		cnt[a] += cnt[b];
+		cnt[b] = 0;
+		for (int g = 0; g < ng; g++)
+			if (up[g] == b)
+				up[g] = a;
+	}
+	for (int g = 0; g < ng; g++) {
+		if (up[g] != g)
+			continue;
+		next[g] = w * 64;
+		w += (cnt[g] + 63) / 64;
+		end[g] = w;
+	}
+	for (size_t p = 0; p < l->n; p++) {
+		int g = up[gid[p]];
+
+		cc->bit[p] = next[g]++;
+		cc->gend[p] = end[g];
+	}
+	cc->nw = w;
+	cc->img->hdr.ngroups = live;
+	free(gid);
 	return 0;
 }
 
 int xdpr_flt_compile(struct xdpr_flt_list *l, struct xdpr_flt_image *img, char *err, size_t len)
 {
-	struct cc cc = { .img = img, .l = l, .nw = (l->n + 63) / 64, .err = err, .errlen = len };
+	struct cc cc = { .img = img, .l = l, .err = err, .errlen = len };
 	int e = 0;
 
 	memset(img, 0, sizeof(*img));
@@ -1058,7 +1105,10 @@ int xdpr_flt_compile(struct xdpr_flt_list *l, struct xdpr_flt_image *img, char *
 		snprintf(err, len, "the filter holds at most %d rules", XDPR_FLT_MAX_RULES);
 		return -ENOSPC;
 	}
-	img->nrule = l->n ? l->n : 1;
+	e = layout(&cc);
+	if (e)
+		goto out;
+	img->nrule = cc.nw ? cc.nw * 64 : 1;
 	img->rule = calloc(img->nrule, sizeof(*img->rule));
 	img->val = malloc(XDPR_FV_MAX * sizeof(*img->val));
 	e = grow((void **)&img->word, &cc.wcap, W_DENSE, sizeof(__u64));
@@ -1076,11 +1126,15 @@ int xdpr_flt_compile(struct xdpr_flt_list *l, struct xdpr_flt_image *img, char *
 	for (size_t p = 0; p < l->n; p++) {
 		const struct xdpr_flt_spec *r = &l->r[p];
 
+		struct xdpr_flt_rule *ir = &img->rule[cc.bit[p]];
+
 		for (int f = 0; f < XDPR_FF_MAX; f++)
 			if (!constrains(r, f))
-				bit_set(img->word + f * XDPR_FLT_WORDS, p);
-		img->rule[p].id = r->id;
-		img->rule[p].action = r->action;
+				bit_set(img->word + f * XDPR_FLT_WORDS, cc.bit[p]);
+		ir->id = r->id;
+		ir->action = r->action;
+		ir->pos = p;
+		ir->gend = cc.gend[p];
 		if ((r->has & XDPR_FH_STATE) &&
 		    (r->states & ((1u << XDPR_FS_ESTABLISHED) | (1u << XDPR_FS_RELATED))))
 			img->hdr.flags |= XDPR_FLT_SEE_EST;
@@ -1111,13 +1165,12 @@ int xdpr_flt_compile(struct xdpr_flt_list *l, struct xdpr_flt_image *img, char *
 		e = compile_ifs(&cc);
 	if (e)
 		goto out;
-	e = compile_groups(&cc);
-	if (e)
-		goto out;
 	img->hdr.nrules = l->n;
 	img->hdr.policy = l->policy;
 	l->info.ndesc = img->ndesc;
 	l->info.nwords = img->nword;
+	l->info.ngroups = img->hdr.ngroups;
+	l->info.nbits = cc.nw * 64;
 	l->info.nlpm4 = img->nlpm4;
 	l->info.nlpm6 = img->nlpm6;
 	l->info.nif = img->nif;
@@ -1130,6 +1183,8 @@ out:
 		snprintf(err, len, "cannot compile the filter: %s", strerror(-e));
 	free(cc.tab);
 	free(cc.thash);
+	free(cc.bit);
+	free(cc.gend);
 	if (e)
 		xdpr_flt_image_free(img);
 	return e;

@@ -284,6 +284,7 @@ struct xdpr_flt_set {
 struct xdpr_flt_info {
 	__u32 slot, gen;
 	__u32 ndesc, nwords;     /* descriptors and rule words of the classifier */
+	__u32 ngroups, nbits;    /* rule shapes of its bit layout, bits they take */
 	__u32 nlpm4, nlpm6, nif; /* LPM and interface entries */
 	__u32 flags;             /* enum xdpr_flt_hdr_flags */
 	__u64 memory;            /* bytes the slot's maps take (LPM and hash nodes estimated) */

@@ -582,37 +582,38 @@ static long emu_classify(const struct xdpr_flt_image *img, const struct pkt *p, 
 			*bad = true;
 			return -2;
 		}
+	/* as the packet path does: candidate words in order, a group's first match, the lowest position */
+	long best = -1;
+	__u32 skip = 0;
+
 	for (__u32 i = 0; i < XDPR_FLT_SUMM; i++) {
 		__u64 cand = ~0ULL;
 
-		__u64 gcand = 0;
-
 		for (int f = 0; f < XDPR_FF_MAX; f++)
 			cand &= img->desc[f].summ[i] | img->desc[d[f]].summ[i];
-		/* narrowed by the shape groups, as the packet path does */
-		for (__u32 g = 0; g < img->hdr.ngroups; g++) {
-			const struct xdpr_flt_desc *gd = &img->desc[img->hdr.group0 + g];
-			__u64 m = gd->summ[i];
-
-			for (int f = 0; f < XDPR_FF_MAX; f++)
-				if ((gd->pad >> f) & 1)
-					m &= img->desc[d[f]].summ[i];
-			gcand |= m;
-		}
-		if (img->hdr.ngroups)
-			cand &= gcand;
 		while (cand) {
 			__u32 w = 64 * i + __builtin_ctzll(cand);
 			__u64 m = ~0ULL;
+			const struct xdpr_flt_rule *r;
 
 			cand &= cand - 1;
+			if (w < skip)
+				continue;
 			for (int f = 0; f < XDPR_FF_MAX; f++)
 				m &= img->word[f * XDPR_FLT_WORDS + w] | emu_word(img, d[f], w);
-			if (m)
-				return 64 * w + __builtin_ctzll(m);
+			if (!m)
+				continue;
+			if (64 * w + __builtin_ctzll(m) >= img->nrule) {
+				*bad = true;
+				return -2;
+			}
+			r = &img->rule[64 * w + __builtin_ctzll(m)];
+			if (best < 0 || r->pos < img->rule[best].pos)
+				best = 64 * w + __builtin_ctzll(m);
+			skip = r->gend;
 		}
 	}
-	return -1;
+	return best < 0 ? -1 : (long)img->rule[best].pos;
 }
 
 /* ---- image structure ---- */
@@ -620,8 +621,10 @@ static long emu_classify(const struct xdpr_flt_image *img, const struct pkt *p, 
 static bool image_sane(const struct xdpr_flt_list *l, const struct xdpr_flt_image *img, char *why,
 		       size_t len)
 {
-	size_t nw = (l->n + 63) / 64;
+	size_t nw = l->info.nbits / 64;
 
+	if (nw < (l->n + 63) / 64 || nw > XDPR_FLT_WORDS || l->info.nbits % 64)
+		return snprintf(why, len, "%u bits for %zu rules", l->info.nbits, l->n), false;
 	if (img->hdr.nrules != l->n || img->hdr.policy != l->policy)
 		return snprintf(why, len, "header"), false;
 	for (int f = 0; f < XDPR_FF_MAX; f++)
@@ -631,24 +634,35 @@ static bool image_sane(const struct xdpr_flt_list *l, const struct xdpr_flt_imag
 	for (size_t i = 0; i < sizeof(img->desc[0]); i++)
 		if (((const __u8 *)&img->desc[XDPR_FLT_DESC_EMPTY])[i])
 			return snprintf(why, len, "EMPTY not zero"), false;
-	size_t nsets = img->hdr.ngroups ? img->hdr.group0 : img->ndesc;
-	__u64 covered[XDPR_FLT_SUMM] = {};
+	size_t nsets = img->ndesc;
+	__u8 *seen = calloc(l->n + 1, 1);
 
-	if ((!img->hdr.ngroups) != (!l->n) || (l->n && img->hdr.group0 + img->hdr.ngroups != img->ndesc))
-		return snprintf(why, len, "shape groups: %u from %u of %zu descriptors", img->hdr.ngroups,
-				img->hdr.group0, img->ndesc), false;
-	for (__u32 g = 0; g < img->hdr.ngroups; g++) {
-		const struct xdpr_flt_desc *e = &img->desc[img->hdr.group0 + g];
+	if (!seen)
+		return snprintf(why, len, "out of memory"), false;
+	/* the bit layout: every position once; a word's bits in list order; groups end after them */
+	if (img->nrule != (nw ? nw * 64 : 1))
+		return free(seen), snprintf(why, len, "%zu rule entries for %zu words", img->nrule, nw), false;
+	for (size_t k = 0; k < img->nrule && l->n; k++) {
+		const struct xdpr_flt_rule *r = &img->rule[k];
 
-		for (__u32 h = 0; h < g; h++)
-			if (img->desc[img->hdr.group0 + h].pad == e->pad)
-				return snprintf(why, len, "two shape groups of fields 0x%x", e->pad), false;
-		for (int i = 0; i < XDPR_FLT_SUMM; i++)
-			covered[i] |= e->summ[i];
+		if (!r->id)
+			continue;
+		if (r->pos >= l->n || seen[r->pos]++)
+			return free(seen), snprintf(why, len, "bit %zu: position %u", k, r->pos), false;
+		if (r->id != l->r[r->pos].id || r->action != l->r[r->pos].action)
+			return free(seen), snprintf(why, len, "bit %zu: rule %u", k, r->pos), false;
+		if (r->gend <= k / 64 || r->gend > nw)
+			return free(seen), snprintf(why, len, "bit %zu: group end %u", k, r->gend), false;
+		if (k % 64 && img->rule[k - 1].id &&
+		    (img->rule[k - 1].pos > r->pos || img->rule[k - 1].gend != r->gend))
+			return free(seen), snprintf(why, len, "bit %zu after a later rule", k), false;
 	}
-	for (size_t w = 0; w < nw; w++)
-		if (!((covered[w / 64] >> (w % 64)) & 1))
-			return snprintf(why, len, "rule word %zu in no shape group", w), false;
+	for (size_t p = 0; p < l->n; p++)
+		if (!seen[p])
+			return free(seen), snprintf(why, len, "rule %zu has no bit", p), false;
+	free(seen);
+	if (img->hdr.ngroups > l->n || (l->n && !img->hdr.ngroups))
+		return snprintf(why, len, "%u groups", img->hdr.ngroups), false;
 	for (size_t d = XDPR_FLT_DESC_EMPTY + 1; d < nsets; d++) {
 		const struct xdpr_flt_desc *e = &img->desc[d];
 		size_t stored = 0;
@@ -670,16 +684,13 @@ static bool image_sane(const struct xdpr_flt_list *l, const struct xdpr_flt_imag
 	for (size_t v = 0; v < XDPR_FV_MAX; v++)
 		if (img->val[v] < XDPR_FLT_DESC_EMPTY || img->val[v] >= img->ndesc)
 			return snprintf(why, len, "value %zu -> %u", v, img->val[v]), false;
-	for (size_t i = 0; i < l->n; i++)
-		if (img->rule[i].id != l->r[i].id || img->rule[i].action != l->r[i].action)
-			return snprintf(why, len, "rule %zu", i), false;
 	return true;
 }
 
 /* No two descriptors with the same words (the memory bound relies on it). */
 static bool desc_unique(const struct xdpr_flt_image *img)
 {
-	size_t n = img->hdr.ngroups ? img->hdr.group0 : img->ndesc; /* the rule sets, not the groups */
+	size_t n = img->ndesc;
 
 	for (size_t a = XDPR_FLT_DESC_EMPTY + 1; a < n && a < 400; a++)
 		for (size_t b = a + 1; b < n && b < 400; b++) {
@@ -695,8 +706,25 @@ static bool desc_unique(const struct xdpr_flt_image *img)
 
 static long by_rule, by_later_rule; /* packets a rule decided, a rule after the first */
 
+/* The fields a rule constrains (the compiler's shape), as the semantics say. */
+static unsigned int shape_of(const struct xdpr_flt_spec *r)
+{
+	unsigned int m = 0;
+
+	m |= (r->src.kind != XDPR_FA_ANY) << XDPR_FF_SRC;
+	m |= (r->dst.kind != XDPR_FA_ANY) << XDPR_FF_DST;
+	m |= !!(r->has & (XDPR_FH_SPORT | XDPR_FH_ICMP_TYPE)) << XDPR_FF_SPORT;
+	m |= !!(r->has & (XDPR_FH_DPORT | XDPR_FH_ICMP_CODE)) << XDPR_FF_DPORT;
+	m |= !!(r->has & XDPR_FH_PROTO) << XDPR_FF_PROTO;
+	m |= !!r->in[0] << XDPR_FF_IN;
+	m |= !!r->out[0] << XDPR_FF_OUT;
+	m |= !!((r->has & XDPR_FH_STATE) && r->states) << XDPR_FF_STATE;
+	return m;
+}
+
 /* One random list of n rules, npkt packets: the number of mismatches (diagnosed). */
-static long run_case(size_t n, size_t npkt, long *cases, char *why, size_t wlen)
+static long run_case(size_t n, size_t npkt, long *cases, char *why, size_t wlen, unsigned int *shapes,
+		     unsigned int *groups)
 {
 	struct universe u = {};
 	struct xdpr_flt_list l = {};
@@ -716,6 +744,14 @@ static long run_case(size_t n, size_t npkt, long *cases, char *why, size_t wlen)
 		snprintf(why, wlen, "compile: %s", err);
 		mismatches = 1;
 		goto out;
+	}
+	if (shapes) {
+		__u8 seen[1 << XDPR_FF_MAX] = {};
+
+		*shapes = 0;
+		for (size_t i = 0; i < n; i++)
+			*shapes += !seen[shape_of(&l.r[i])]++;
+		*groups = img.hdr.ngroups;
 	}
 	if (!image_sane(&l, &img, err, sizeof(err))) {
 		snprintf(why, wlen, "image: %s", err);
@@ -772,11 +808,13 @@ static void test_compiler(void)
 		{ 400, 40, 400 },
 		{ 60, 300, 1500 },
 		{ 6, 3000, 3000 },
+		{ 2, XDPR_FLT_MAX_RULES, 1500 }, /* shapes padded to words would not fit */
 	};
 	long total = 0;
 
 	for (size_t r = 0; r < sizeof(rounds) / sizeof(rounds[0]); r++) {
 		long cases = 0, bad_lists = 0;
+		unsigned int shapes = 0, groups = 0;
 		char why[1200] = "";
 
 		for (size_t i = 0; i < rounds[r].lists; i++) {
@@ -785,13 +823,22 @@ static void test_compiler(void)
 
 			if (r == 3)
 				n = rounds[r].rules + below(rounds[r].rules);
-			if (run_case(n, rounds[r].packets, &cases, w, sizeof(w))) {
+			if (r == 4)
+				n = i ? 31000 : XDPR_FLT_MAX_RULES; /* all merged; some merged */
+			if (run_case(n, rounds[r].packets, &cases, w, sizeof(w), r == 4 ? &shapes : NULL, &groups)) {
 				if (!bad_lists)
 					snprintf(why, sizeof(why), "list %zu (%zu rules): %s", i, n, w);
 				bad_lists++;
 			}
 		}
 		total += cases;
+		if (r == 4) {
+			tap_ok(!bad_lists && groups && groups < shapes,
+			       "compiler = reference at %d and 31000 rules, %ld packets: at 31000 %u shapes "
+			       "in %u groups of the bit layout (merged to fit)%s%s", XDPR_FLT_MAX_RULES, cases, shapes, groups,
+			       bad_lists ? ": " : "", why);
+			continue;
+		}
 		tap_ok(!bad_lists, "compiler = reference: %zu lists of up to %zu rules, %ld packets%s%s",
 		       rounds[r].lists, r == 3 ? 2 * rounds[r].rules : rounds[r].rules ? rounds[r].rules : 8,
 		       cases, bad_lists ? ": " : "", why);
@@ -982,7 +1029,7 @@ int main(void)
 	rng_state = seed ? strtoull(seed, NULL, 0) : 0x9e3779b97f4a7c15ULL;
 	if (!rng_state)
 		rng_state = 1;
-	tap_plan((int)(sizeof(bad) / sizeof(bad[0])) + 20 + 3 + 2 + 4 + 2);
+	tap_plan((int)(sizeof(bad) / sizeof(bad[0])) + 20 + 3 + 2 + 5 + 2);
 	printf("# seed %#llx\n", (unsigned long long)rng_state);
 	test_parser();
 	test_load_file();
