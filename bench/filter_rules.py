@@ -367,76 +367,63 @@ def accepts(rule, f, pkt):
     return v == pkt[f]
 
 
+def shape(r):
+    """The fields a rule constrains, as the compiler groups them."""
+    return tuple(f for f in FIELDS if f in r)
+
+
 def analyze(path, pkt):
+    """What xdpr's classifier does for pkt (xdpr_shared.h, bit layout): rules
+    grouped by shape, each group from a word of its own (merged smallest
+    first only when that would not fit 512 words); the candidate words the
+    summaries leave; the words visited (a group's words after its first
+    match are skipped); field look-ups (the fields with rules in the word
+    first, each until the word's AND is empty)."""
     rs = [parse_xdpr(l) for l in open(path) if l.strip() and not l.startswith("#")]
-    words = (len(rs) + 63) // 64
-    cand = calls = visited = 0
-    first = None
-    for w in range(words):
-        part = rs[w * 64:(w + 1) * 64]
-        # per field: the rules of the word that do not constrain it or accept the value
-        ok = [[f not in r or accepts(r, f, pkt) for r in part] for f in FIELDS]
-        if not all(any(col) for col in ok):
-            continue          # pruned by the summaries
-        cand += 1
-        if first is not None:
-            continue
-        visited += 1
-        m = [True] * len(part)
-        for col in ok:
-            m = [a and b for a, b in zip(m, col)]
-            calls += 1
-            if not any(m):
-                break
-        else:
-            first = w * 64 + m.index(True)
-    res = {"rules": len(rs), "words": words, "candidate_words": cand, "words_visited": visited,
-           "field_lookups": calls, "first_match": first}
-    res.update(what_if(rs, pkt, first))
-    return res
-
-
-def word_lookups(part, pkt, order):
-    """Field look-ups until the word's AND is empty (or the match), fields in this order."""
-    m, n = [True] * len(part), 0
-    for f in order:
-        m = [a and (f not in r or accepts(r, f, pkt)) for a, r in zip(m, part)]
-        n += 1
-        if not any(m):
-            break
-    return n
-
-
-def what_if(rs, pkt, first):
-    """Two changes to the classifier, modelled on the same list and packet:
-    the fields ANDed in the order that kills words soonest (one order for the
-    list, chosen greedily), and the rules split by shape (the fields they
-    constrain) into classifiers of their own, each with its own words and
-    summaries, the lowest position of their matches winning."""
-    upto = rs[:first + 1] if first is not None else rs
-    words = [upto[i:i + 64] for i in range(0, len(upto), 64)]
-    def alive(w, fields):
-        return sum(all(f not in r or accepts(r, f, pkt) for f in fields) for r in w)
-
-    # greedy: the field that leaves the fewest rules alive in the words, next to those chosen
-    order, left = [], list(FIELDS)
-    while left:
-        best = min(left, key=lambda f: sum(alive(w, order + [f]) for w in words))
-        order.append(best)
-        left.remove(best)
-    best_calls = sum(word_lookups(w, pkt, order) for w in words)
-    groups = {}
+    groups, order = {}, []
     for p, r in enumerate(rs):
-        groups.setdefault(tuple(f for f in FIELDS if f in r), []).append(r)
-    g_words = g_cand = 0
-    for g in groups.values():
+        k = shape(r)
+        if k not in groups:
+            groups[k] = []
+            order.append(k)
+        groups[k].append(p)
+    glist = [groups[k] for k in order]
+    while len(glist) > 1 and sum((len(g) + 63) // 64 for g in glist) > 512:
+        glist.sort(key=len)
+        a, b = glist[0], glist[1]
+        glist = [sorted(a + b)] + glist[2:]
+        glist.sort(key=lambda g: g[0])
+    words = []
+    for g in glist:
         for i in range(0, len(g), 64):
-            part = g[i:i + 64]
-            g_words += 1
-            if all(any(f not in r or accepts(r, f, pkt) for r in part) for f in FIELDS):
-                g_cand += 1
-    return {"best_order": '"%s"' % ",".join(order), "field_lookups_best_order": best_calls,
-            "shapes": len(groups), "shape_words": g_words, "shape_candidate_words": g_cand}
+            words.append(g[i:i + 64])
+    cand = visited = calls = 0
+    best, skip_group = None, None
+    for gi, g in enumerate(glist):
+        matched = False
+        for i in range(0, len(g), 64):
+            part = [rs[p] for p in g[i:i + 64]]
+            ok = {f: [f not in r or accepts(r, f, pkt) for r in part] for f in FIELDS}
+            if not all(any(col) for col in ok.values()):
+                continue      # pruned by the summaries
+            cand += 1
+            if matched:
+                continue      # the group has its match
+            visited += 1
+            m = [True] * len(part)
+            constrained = [f for f in FIELDS if any(f in r for r in part)]
+            for f in constrained + [f for f in FIELDS if f not in constrained]:
+                m = [x and y for x, y in zip(m, ok[f])]
+                calls += 1
+                if not any(m):
+                    break
+            else:
+                pos = g[i + m.index(True)]
+                best = pos if best is None else min(best, pos)
+                matched = True
+    return {"rules": len(rs), "shapes": len(order), "groups": len(glist), "words": len(words),
+            "candidate_words": cand, "words_visited": visited, "field_lookups": calls,
+            "first_match": best}
 
 
 def main():
