@@ -657,17 +657,12 @@ static int cmp_u32(const void *a, const void *b)
  * of each run, in ns, summarised.  It includes the test-run loop's own
  * overhead (timer, context set-up): compare against a run of the same
  * command on a program without the step in question.
- *
- * "repeat R" (flows same only, R <= 200): each test run repeats the frame R
- * times in place, TTL 255 so that the rewrites (TTL down by one a pass,
- * MACs, checksum) never change the path; the duration is the kernel's
- * mean over the R passes, the loop's overhead spread over them.
  */
 static int cmd_testrun(int argc, char **argv)
 {
 	__u8 frame[64] = {}, smac[6], dmac[6], saddr[16], daddr[16];
 	__u16 dport = 9, sport = GEN_PORT_BASE;
-	long count = 1000, repeat = 1;
+	long count = 1000;
 	int v6 = -1, dv6 = -1, fd, same = 0, err = 1;
 	bool have_smac = false, have_dmac = false, have_dst = false;
 	__u32 ifindex, *ns = NULL, rets[8] = {};
@@ -694,8 +689,6 @@ static int cmd_testrun(int argc, char **argv)
 			sport = atoi(v);
 		else if (!strcmp(k, "count"))
 			count = atol(v);
-		else if (!strcmp(k, "repeat"))
-			repeat = atol(v);
 		else if (!strcmp(k, "flows") && (!strcmp(v, "new") || !strcmp(v, "same")))
 			same = !strcmp(v, "same");
 		else {
@@ -704,9 +697,8 @@ static int cmd_testrun(int argc, char **argv)
 		}
 	}
 	if ((argc & 1) || !have_smac || !have_dmac || v6 != 0 || dv6 != 0 || !have_dst ||
-	    count < 1 || count > 1000000 || repeat < 1 || repeat > 200 || (repeat > 1 && !same)) {
-		err = fail(2, "testrun: needs PROG_ID DEV smac, dmac, src and dst (IPv4), count 1..1000000, "
-			   "repeat 1..200 (more than 1: flows same)");
+	    count < 1 || count > 1000000) {
+		err = fail(2, "testrun: needs PROG_ID DEV smac, dmac, src and dst (IPv4), count 1..1000000");
 		goto out;
 	}
 	if (dev_index(argv[1], &ifindex))
@@ -723,7 +715,7 @@ static int cmd_testrun(int argc, char **argv)
 		__u16 sp = same ? sport : (__u16)(sport + n % GEN_PORT_SPAN);
 		__u32 src = ntohl(*(__u32 *)saddr) + (same ? 0 : n / GEN_PORT_SPAN), sum16 = 0;
 		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = sizeof(frame),
-			    .data_out = NULL, .ctx_in = &md, .ctx_size_in = sizeof(md), .repeat = repeat);
+			    .data_out = NULL, .ctx_in = &md, .ctx_size_in = sizeof(md), .repeat = 1);
 
 		memset(frame, 0, sizeof(frame));
 		memcpy(frame, dmac, 6);
@@ -733,7 +725,7 @@ static int cmd_testrun(int argc, char **argv)
 		ip[2] = 0;
 		ip[3] = sizeof(frame) - 14;
 		ip[6] = 0x40;
-		ip[8] = repeat > 1 ? 255 : 64;
+		ip[8] = 64;
 		ip[9] = IPPROTO_UDP;
 		*(__u32 *)(ip + 12) = htonl(src);
 		memcpy(ip + 16, daddr, 4);
@@ -756,10 +748,10 @@ static int cmd_testrun(int argc, char **argv)
 	for (long n = 0; n < count; n++)
 		sum += ns[n];
 	qsort(ns, count, sizeof(*ns), cmp_u32);
-	printf("{\"runs\":%ld,\"repeat\":%ld,\"flows\":\"%s\",\"ns_mean\":%.1f,\"ns_med\":%u,\"ns_p10\":%u,"
+	printf("{\"runs\":%ld,\"flows\":\"%s\",\"ns_mean\":%.1f,\"ns_med\":%u,\"ns_p10\":%u,"
 	       "\"ns_p90\":%u,\"ret\":{\"aborted\":%u,\"drop\":%u,\"pass\":%u,\"tx\":%u,"
 	       "\"redirect\":%u,\"other\":%u}}\n",
-	       count, repeat, same ? "same" : "new", sum / count, ns[count / 2], ns[count / 10],
+	       count, same ? "same" : "new", sum / count, ns[count / 2], ns[count / 10],
 	       ns[count * 9 / 10], rets[XDP_ABORTED], rets[XDP_DROP], rets[XDP_PASS], rets[XDP_TX],
 	       rets[XDP_REDIRECT], rets[5] + rets[6] + rets[7]);
 	err = 0;
