@@ -90,7 +90,7 @@ struct flt_pkt {
 	struct xdpr_flt_lpm6 k6;
 	struct xdpr_flow nv;
 	struct xdpr_frag_key frag_key;
-	__u32 pad4;
+	__u32 hot_gen;      /* flt_track: xdpr_cfg.flt_gen before the flow table was read */
 };
 
 struct {
@@ -181,6 +181,114 @@ static __always_inline __u8 flow_bits(__u8 proto, __u8 tcp_flags, int out)
 			b |= out ? XDPR_CT_FIN_OUT : XDPR_CT_FIN_IN;
 	}
 	return b;
+}
+
+/* ---- per-CPU copies of established IPv4 flows (xdpr_shared.h, xdpr_flt_hot) ---- */
+
+static __always_inline __u32 hot_set(__be32 a, __be32 b, __be16 pa, __be16 pb, __u8 proto)
+{
+	__u32 h = a * 0x9e3779b1u ^ b * 0x85ebca77u ^ ((__u32)pa << 16 | pb) * 0xc2b2ae3du ^ proto;
+
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	return h >> (32 - XDPR_FLT_HOT_BITS);
+}
+
+static __always_inline int hot_is(const struct xdpr_flt_hot *e, __be32 a, __be32 b, __be16 pa, __be16 pb,
+				  __u8 proto)
+{
+	return e->a == a && e->b == b && e->pa == pa && e->pb == pb && e->proto == proto;
+}
+
+/*
+ * This CPU's copy of the packet's flow state: 1 when the packet passes on
+ * it (established, changes nothing), 0 when the flow table must decide.
+ */
+static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt4 *p, __u64 now)
+{
+	struct xdpr_flt_hot_set *set;
+	struct xdpr_flt_hdr *hdr;
+	__u8 *l4 = p->l4;
+	__be16 sp, dp, pa, pb;
+	__be32 a, b;
+	__u32 slot, k;
+	int from_a;
+
+	if (p->frag || !l4)
+		return 0;
+	if (p->proto == IPPROTO_TCP) {
+		if (!pkt4_has(p, l4, 20) || (l4[13] & (TCPF_SYN | TCPF_FIN | TCPF_RST)))
+			return 0; /* may start, end or reopen a connection */
+	} else if (p->proto != IPPROTO_UDP || !pkt4_has(p, l4, 8)) {
+		return 0;
+	}
+	slot = cfg->flt_slot & 1;
+	hdr = bpf_map_lookup_elem(&xdpr_flt_hdr, &slot);
+	if (!hdr || (hdr->flags & XDPR_FLT_SEE_EST))
+		return 0; /* rules see established packets: they are classified */
+	sp = *(__be16 *)l4;
+	dp = *(__be16 *)(l4 + 2);
+	a = p->iph->saddr;
+	b = p->iph->daddr;
+	pa = sp;
+	pb = dp;
+	from_a = bpf_ntohl(a) < bpf_ntohl(b) || (a == b && bpf_ntohs(sp) <= bpf_ntohs(dp));
+	if (!from_a) {
+		a = p->iph->daddr;
+		b = p->iph->saddr;
+		pa = dp;
+		pb = sp;
+	}
+	k = hot_set(a, b, pa, pb, p->proto);
+	set = bpf_map_lookup_elem(&xdpr_flt_hot, &k);
+	if (!set)
+		return 0;
+#pragma unroll
+	for (int w = 0; w < 2; w++) {
+		const struct xdpr_flt_hot *e = &set->e[w];
+
+		if (hot_is(e, a, b, pa, pb, p->proto)) {
+			__u8 bit = from_a ^ e->orig_b ? XDPR_CT_SEEN_OUT : XDPR_CT_SEEN_IN;
+
+			return e->gen == cfg->flt_gen && now - e->at < XDPR_FLT_HOT_NS && (e->bits & bit);
+		}
+	}
+	return 0;
+}
+
+/* Copy a state this CPU found (or made) in the flow table: the newer way first. */
+static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bits, __u8 orig_b, __u32 gen,
+					  __u64 now)
+{
+	__be32 a = *(const __be32 *)k->a, b = *(const __be32 *)k->b;
+	struct xdpr_flt_hot_set *set;
+	struct xdpr_flt_hot *e;
+	__u32 i;
+
+	if (k->family != 4 || (k->proto != IPPROTO_TCP && k->proto != IPPROTO_UDP))
+		return;
+	i = hot_set(a, b, k->pa, k->pb, k->proto);
+	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
+	if (!set)
+		return;
+	if (hot_is(&set->e[1], a, b, k->pa, k->pb, k->proto)) {
+		e = &set->e[1];
+	} else {
+		if (!hot_is(&set->e[0], a, b, k->pa, k->pb, k->proto))
+			set->e[1] = set->e[0];
+		e = &set->e[0];
+	}
+	e->a = a;
+	e->b = b;
+	e->pa = k->pa;
+	e->pb = k->pb;
+	e->proto = k->proto;
+	e->bits = bits;
+	e->orig_b = orig_b;
+	e->pad = 0;
+	e->gen = gen;
+	e->pad2 = 0;
+	e->at = now;
 }
 
 /* ---- classification ---- */
@@ -432,6 +540,7 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 	if (!cfg)
 		return XDPR_FS_INVALID;
 	fp->keyed = 0;
+	fp->hot_gen = cfg->flt_gen; /* before the table: a flush between them voids the copy */
 	/* an ICMP error is never a flow of its own: only its quote can relate it */
 	if (!fp->nat && !fp->nokey && !fp->icmp_err) {
 		flow_key(&fp->key, fp->src, fp->dst, fp->ksport, fp->kdport, fp->proto, fp->family, &from_a);
@@ -451,6 +560,8 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 				if (now - f->last_seen > NSEC)
 					f->last_seen = now; /* a shared line: at most once a second */
 				fp->keyed = 0;
+				if (!see_est)
+					flt4_hot_fill(&fp->key, f->state, f->orig_b, fp->hot_gen, now);
 				return see_est ? XDPR_FS_ESTABLISHED : FLT_PASS;
 			}
 		}
@@ -539,7 +650,8 @@ accept:
 		v->orig_b = !fp->from_a;
 		v->in_if = ctx->ingress_ifindex;
 		v->state = flow_bits(fp->proto, fp->tcp_flags, 1);
-		bpf_map_update_elem(&xdpr_flt_flows, &fp->key, v, BPF_ANY);
+		if (!bpf_map_update_elem(&xdpr_flt_flows, &fp->key, v, BPF_ANY))
+			flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->hot_gen, now);
 	}
 	return STEP_NEXT;
 }

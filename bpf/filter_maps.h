@@ -115,6 +115,14 @@ struct {
 	__type(value, struct xdpr_flow);
 } xdpr_flt_flows SEC(".maps");
 
+/* Per-CPU copies of established IPv4 flow states (xdpr_shared.h, struct xdpr_flt_hot). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1 << XDPR_FLT_HOT_BITS);
+	__type(key, __u32);
+	__type(value, struct xdpr_flt_hot_set);
+} xdpr_flt_hot SEC(".maps");
+
 /*
  * IPv4 first fragments the filter accepted, for their later fragments
  * (which carry no ports): key = fragment identity (RFC 791), value = when.

@@ -151,6 +151,8 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 static __always_inline int ip4_filter(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct pkt4 *p,
 				      struct pkt4_io *io, int fibrc, __u32 flags, __be32 dst, __u32 ifindex)
 {
+	struct xdpr_cfg *cfg;
+	__u32 zero = 0;
 	int step;
 
 	io->filtered = 1;
@@ -158,6 +160,9 @@ static __always_inline int ip4_filter(struct xdp_md *ctx, struct bpf_fib_lookup 
 		fibrc = ip4_fib(ctx, fib, p, flags, sizeof(struct iphdr), dst, ifindex);
 	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH)
 		return STEP_NEXT; /* the kernel does not forward it either */
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (cfg && flt4_hot(cfg, p, bpf_ktime_get_coarse_ns()))
+		return STEP_NEXT; /* established, on this CPU's copy of its state */
 	pkt4_to_io(p, sizeof(struct ethhdr), io);
 	step = filter4(ctx, io, fib->ifindex, 0);
 	if (step == STEP_FLT_REJECT)

@@ -206,7 +206,8 @@ struct xdpr_cfg {
 	__u32 next_rule;        /* userspace: rule ids are handed out round robin */
 	__u32 rt_slot;          /* live route table: xdpr_rtdir/xdpr_rtrec slot 0 or 1 */
 	__u32 flt_slot;         /* live filter: slot 0 or 1 of the xdpr_flt_* maps */
-	__u32 pad[6];
+	__u32 flt_gen;          /* bumped after flow states are deleted: the per-CPU copies lapse */
+	__u32 pad[5];
 };
 
 #define XDPR_DEF_TCP_EST   7440
@@ -573,6 +574,38 @@ struct xdpr_flow {
 	__u64 pad;
 };
 
+/*
+ * Per-CPU copies of established IPv4 TCP/UDP flow states (xdpr_flt_hot):
+ * a packet of a flow this CPU found established within XDPR_FLT_HOT_NS
+ * passes on the copy, without the shared table's hash, bucket and entry.
+ * Only what cannot change the state does (TCP without SYN, FIN or RST, a
+ * direction already seen); the rest asks the table, which refreshes the
+ * copy.  A copy lapses after XDPR_FLT_HOT_NS or when xdpr_cfg.flt_gen
+ * moves (a flush): a state deleted otherwise (LRU eviction, expiry) can
+ * serve its flow up to XDPR_FLT_HOT_NS longer.  Two ways a set, the newer
+ * first; set = hash of the canonical key.
+ */
+struct xdpr_flt_hot {
+	__be32 a;           /* canonical, as xdpr_flow_key */
+	__be32 b;
+	__be16 pa;
+	__be16 pb;
+	__u8 proto;
+	__u8 bits;          /* the state's enum xdpr_ct_state bits when copied */
+	__u8 orig_b;
+	__u8 pad;
+	__u32 gen;          /* xdpr_cfg.flt_gen read before the table was */
+	__u32 pad2;
+	__u64 at;           /* when copied, coarse monotonic ns */
+};
+
+struct xdpr_flt_hot_set {
+	struct xdpr_flt_hot e[2];
+};
+
+#define XDPR_FLT_HOT_BITS 13    /* 8192 sets of 2, 512 KiB per CPU */
+#define XDPR_FLT_HOT_NS   (500ULL * 1000000ULL)
+
 /* An IPv4 fragment's identity (RFC 791): the filter's verdict on its first fragment applies. */
 struct xdpr_frag_key {
 	__be32 saddr;
@@ -625,6 +658,7 @@ _Static_assert(sizeof(struct xdpr_slot) == 16 * XDPR_REASON_MAX, "xdpr_slot layo
 _Static_assert(XDPR_REASON_MAX <= 64, "reason set fits a u64 mask");
 _Static_assert(sizeof(struct xdpr_flt_desc) == 88, "xdpr_flt_desc layout");
 _Static_assert(sizeof(struct xdpr_flt_rule) == 16 && sizeof(struct xdpr_flt_hdr) == 16, "filter records");
+_Static_assert(sizeof(struct xdpr_flt_hot_set) == 64, "one cache line a set");
 _Static_assert(sizeof(struct xdpr_flt_lpm4) == 12 && sizeof(struct xdpr_flt_lpm6) == 24, "filter LPM keys");
 _Static_assert(sizeof(struct xdpr_flow_key) == 40 && sizeof(struct xdpr_flow) == 32, "flow state");
 _Static_assert(sizeof(struct xdpr_flt_gc_cmd) == 16, "xdpr_flt_gc_cmd layout");

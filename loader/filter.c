@@ -2286,9 +2286,17 @@ int xdpr_flt_flows_flush(struct xdpr *x, struct xdpr_flt_gc_cmd *res)
 {
 	struct xdpr_flt_gc_cmd cmd[4] = { { .op = XDPR_GC_ALL } }; /* >= ETH_HLEN of input */
 	int err = xdpr_run_prog(x, XDPR_PROG_FLT_GC, cmd, sizeof(cmd), 0);
+	struct xdpr_cfg c;
 
-	if (!err)
-		*res = cmd[0];
+	if (err)
+		return err;
+	*res = cmd[0];
+	/* after the table: a CPU's copy of a state then lapses (xdpr_shared.h, xdpr_flt_hot) */
+	err = xdpr_cfg_get(x, &c);
+	if (!err) {
+		c.flt_gen++;
+		err = xdpr_cfg_set(x, &c);
+	}
 	return err;
 }
 

@@ -81,7 +81,15 @@ struct pkt {
 	__u16 l4len;          /* transport bytes, default header + 16 */
 	int reason;
 	int rule;             /* 1-based rule that must count it; 0: none; -1: the policy */
+	/* before the packet: the flow table emptied as "filter flows flush" does (FLUSH), or
+	   without telling the CPUs' copies, as an eviction would (FORGET); then wait_ms */
+	int before;
+	int wait_ms;
+	bool hot;             /* after it, a CPU holds a copy of its flow's state */
 };
+
+#define FLUSH  1
+#define FORGET 2
 
 struct fcase {
 	const char *name;
@@ -174,6 +182,30 @@ static const struct fcase cases[] = {
 	  { { .proto = IPPROTO_ICMP, .sport = 13, .reason = XDPR_FWD, .rule = 1 },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_ICMP, .sport = 3,
 	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
+	{ "IPv4 UDP: established packets pass on the CPU's copy; a flush voids it, an eviction after 0.5 s", DROP,
+	  { "proto udp dport 53 accept" },
+	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD,
+	      .hot = true },
+	    { .before = FORGET, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000,
+	      .reason = XDPR_FWD },
+	    { .before = FLUSH, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000,
+	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 },
+	    { .reason = XDPR_FWD, .rule = 1 },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD },
+	    { .before = FORGET, .wait_ms = 600, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
+	      .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
+	{ "IPv4 TCP: SYN, FIN and RST always ask the flow table", DROP, { "proto tcp dport 80 accept" },
+	  { { .proto = IPPROTO_TCP, .dport = 80, .tcp = TCPF_S, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_TCP, .sport = 80, .dport = 40000,
+	      .tcp = TCPF_S | TCPF_A, .reason = XDPR_FWD },
+	    { .proto = IPPROTO_TCP, .dport = 80, .tcp = TCPF_A, .reason = XDPR_FWD, .hot = true },
+	    { .before = FORGET, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_TCP, .sport = 80,
+	      .dport = 40000, .tcp = TCPF_A, .reason = XDPR_FWD },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_TCP, .sport = 80, .dport = 40000,
+	      .tcp = TCPF_F | TCPF_A, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_TCP, .sport = 80, .dport = 40000,
+	      .tcp = TCPF_R, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
 	{ "traffic for the router itself never meets the filter", DROP, { NULL },
 	  { { .dst = "10.0.2.1", .reason = XDPR_PASS_FIB_NOT_FWDED }, { .ip = 6, .dst = "2001:db8:1::1", .reason = XDPR_PASS_FIB_NOT_FWDED } } },
 };
@@ -310,6 +342,22 @@ static void clear_map(int fd, __u32 ksize)
 	}
 }
 
+/* Empty the flow table; lapse: and void the CPUs' copies, as "filter flows flush" does. */
+static void forget_flows(bool lapse)
+{
+	struct xdpr_cfg cfg;
+	__u32 zero = 0;
+
+	clear_map(bpf_map__fd(skel->maps.xdpr_flt_flows), sizeof(struct xdpr_flow_key));
+	if (!lapse)
+		return;
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg))
+		die("cannot read xdpr_cfg: %s", strerror(errno));
+	cfg.flt_gen++;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg, BPF_ANY))
+		die("cannot write xdpr_cfg: %s", strerror(errno));
+}
+
 static void install(const struct fcase *c, __u32 slot)
 {
 	struct xdpr_flt_spec spec[8];
@@ -352,8 +400,36 @@ static void install(const struct fcase *c, __u32 slot)
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg, BPF_ANY))
 		die("cannot switch the filter on: %s", strerror(errno));
 	xdpr_flt_image_free(&img);
-	clear_map(bpf_map__fd(skel->maps.xdpr_flt_flows), sizeof(struct xdpr_flow_key));
+	forget_flows(true);
 	clear_map(bpf_map__fd(skel->maps.xdpr_flt_frags), sizeof(struct xdpr_frag_key));
+}
+
+/* Does some CPU hold a copy of the state of the packet's (IPv4) flow? */
+static bool hot_copy(const struct pkt *p)
+{
+	struct xdpr_flt_hot_set *v = calloc(ncpus, sizeof(*v));
+	struct in_addr s, d;
+	__be16 sp = htons(p->sport ?: 40000), dp = htons(p->dport ?: 53);
+	bool found = false;
+
+	if (!v)
+		die("out of memory");
+	inet_pton(AF_INET, p->src ?: "10.0.1.2", &s);
+	inet_pton(AF_INET, p->dst ?: "10.0.2.2", &d);
+	for (__u32 k = 0; k < 1u << XDPR_FLT_HOT_BITS && !found; k++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_flt_hot), &k, v))
+			die("cannot read the flow copies: %s", strerror(errno));
+		for (int c = 0; c < ncpus && !found; c++)
+			for (int w = 0; w < 2; w++) {
+				const struct xdpr_flt_hot *e = &v[c].e[w];
+
+				found |= e->proto == (p->proto ?: IPPROTO_UDP) &&
+					 ((e->a == s.s_addr && e->b == d.s_addr && e->pa == sp && e->pb == dp) ||
+					  (e->a == d.s_addr && e->b == s.s_addr && e->pa == dp && e->pb == sp));
+			}
+	}
+	free(v);
+	return found;
 }
 
 /* ---- frames ---- */
@@ -553,6 +629,10 @@ static bool run_pkt(const struct fcase *c, int k)
 	bool ok = true;
 	int err;
 
+	if (p->before)
+		forget_flows(p->before == FLUSH);
+	if (p->wait_ms)
+		usleep(p->wait_ms * 1000);
 	build(&f, p);
 	read_slot_sum(stats_fd, ncpus, in->slot, before);
 	rule_counts(rb);
@@ -590,6 +670,10 @@ static bool run_pkt(const struct fcase *c, int k)
 		note("packet %d: handed to the kernel changed", k + 1);
 		ok = false;
 	}
+	if (p->hot && !hot_copy(p)) {
+		note("packet %d: no CPU holds a copy of its flow's state", k + 1);
+		ok = false;
+	}
 	if (ok && p->reason == XDPR_TX_FILTER_REJECT && !check_reject(&f, &out, p)) {
 		note("packet %d: the reject answer is wrong", k + 1);
 		ok = false;
@@ -619,6 +703,20 @@ static void setup_netns(void)
 	for (size_t i = 0; i < sizeof(setup_cmds) / sizeof(setup_cmds[0]); i++)
 		if (sh("/sbin/%s", setup_cmds[i]))
 			die("setup failed: %s", setup_cmds[i]);
+	/* the timeouts the loader sets: with none, a state would expire at the next clock tick */
+	{
+		struct xdpr_cfg cfg;
+		__u32 zero = 0;
+
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg))
+			die("cannot read xdpr_cfg: %s", strerror(errno));
+		cfg.tcp_est = XDPR_DEF_TCP_EST;
+		cfg.tcp_trans = XDPR_DEF_TCP_TRANS;
+		cfg.udp = XDPR_DEF_UDP;
+		cfg.icmp = XDPR_DEF_ICMP;
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg, BPF_ANY))
+			die("cannot write xdpr_cfg: %s", strerror(errno));
+	}
 }
 
 int main(void)
