@@ -15,6 +15,10 @@
  *       smac MAC dmac MAC src ADDR dst ADDR (IPv4, required)  dport N  sport N
  *       count N  flows new|same      BPF_PROG_TEST_RUN once per frame, ingress DEV;
  *       new: every frame another source port (a new flow); same: one flow throughout
+ *   xbench mtrun PROG_ID DEV [KEY VAL]...     the same on several CPUs at once, JSON
+ *       smac dmac src dst (IPv4, required)  dport sport  flows N  mode shared|disjoint|new
+ *       cpus LIST  secs S  count N (runs a thread, at most)   one pinned thread per CPU,
+ *       kernel-measured ns per run
  *
  * Device names are resolved in the caller's network namespace: bench/run
  * calls every command through `ip netns exec`.  Errors: one line on stderr,
@@ -651,6 +655,35 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A UDP/IPv4 frame of len bytes (UDP checksum 0: none), source address src (host order). */
+static void frame4(__u8 *frame, size_t len, const __u8 *smac, const __u8 *dmac, __u32 src, const __u8 *daddr,
+		   __u16 sport, __u16 dport)
+{
+	__u8 *ip = frame + 14, *udp = ip + 20;
+	__u32 sum16 = 0;
+
+	memset(frame, 0, len);
+	memcpy(frame, dmac, 6);
+	memcpy(frame + 6, smac, 6);
+	frame[12] = 0x08;
+	ip[0] = 0x45;
+	ip[2] = (len - 14) >> 8;
+	ip[3] = (len - 14) & 0xff;
+	ip[6] = 0x40;
+	ip[8] = 64;
+	ip[9] = IPPROTO_UDP;
+	*(__u32 *)(ip + 12) = htonl(src);
+	memcpy(ip + 16, daddr, 4);
+	for (int w = 0; w < 10; w++)
+		sum16 += ((__u16)ip[2 * w] << 8) | ip[2 * w + 1];
+	sum16 = ~xb_fold(sum16) & 0xffff;
+	ip[10] = sum16 >> 8;
+	ip[11] = sum16 & 0xff;
+	*(__u16 *)udp = htons(sport);
+	*(__u16 *)(udp + 2) = htons(dport);
+	*(__u16 *)(udp + 4) = htons(len - 34);
+}
+
 /*
  * One BPF_PROG_TEST_RUN (repeat 1) per frame, each frame built afresh (a
  * repeated run would see its own rewrite: TTL, MACs): the kernel's duration
@@ -711,32 +744,12 @@ static int cmd_testrun(int argc, char **argv)
 	md.data_end = sizeof(frame);
 	md.ingress_ifindex = ifindex;
 	for (long n = 0; n < count; n++) {
-		__u8 *ip = frame + 14, *udp = ip + 20;
 		__u16 sp = same ? sport : (__u16)(sport + n % GEN_PORT_SPAN);
-		__u32 src = ntohl(*(__u32 *)saddr) + (same ? 0 : n / GEN_PORT_SPAN), sum16 = 0;
+		__u32 src = ntohl(*(__u32 *)saddr) + (same ? 0 : n / GEN_PORT_SPAN);
 		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = sizeof(frame),
 			    .data_out = NULL, .ctx_in = &md, .ctx_size_in = sizeof(md), .repeat = 1);
 
-		memset(frame, 0, sizeof(frame));
-		memcpy(frame, dmac, 6);
-		memcpy(frame + 6, smac, 6);
-		frame[12] = 0x08;
-		ip[0] = 0x45;
-		ip[2] = 0;
-		ip[3] = sizeof(frame) - 14;
-		ip[6] = 0x40;
-		ip[8] = 64;
-		ip[9] = IPPROTO_UDP;
-		*(__u32 *)(ip + 12) = htonl(src);
-		memcpy(ip + 16, daddr, 4);
-		for (int w = 0; w < 10; w++)
-			sum16 += ((__u16)ip[2 * w] << 8) | ip[2 * w + 1];
-		sum16 = ~xb_fold(sum16) & 0xffff;
-		ip[10] = sum16 >> 8;
-		ip[11] = sum16 & 0xff;
-		*(__u16 *)udp = htons(sp);
-		*(__u16 *)(udp + 2) = htons(dport);
-		*(__u16 *)(udp + 4) = htons(sizeof(frame) - 34);
+		frame4(frame, sizeof(frame), smac, dmac, src, daddr, sp, dport);
 		/* UDP checksum 0: none (IPv4) */
 		if (bpf_prog_test_run_opts(fd, &o)) {
 			fail(1, "test run: %s", strerror(errno));
@@ -761,6 +774,195 @@ out:
 	return err;
 }
 
+/*
+ * mtrun: the program on one or more CPUs at once, one thread pinned to
+ * each, every thread running BPF_PROG_TEST_RUN (repeat 1, a frame built
+ * afresh each time) for secs seconds after a warm-up lap over its flows.
+ * Flows: "shared", every thread the same flows; "disjoint", each thread
+ * flows of its own (another source port range); "new", every frame a flow
+ * never seen (source port, then address, stepping per thread).  Reports
+ * per thread the kernel's mean duration per run (the program, without the
+ * syscall) and the verdicts; pps = sum over threads of 1e9 / ns_mean.
+ */
+enum { MT_SHARED, MT_DISJOINT, MT_NEW };
+
+struct mt_thread {
+	pthread_t tid;
+	int cpu, prog_fd, err, idx, mode;
+	__u32 ifindex, flows, src;
+	const __u8 *smac, *dmac, *daddr;
+	__u16 sport, dport;
+	double secs;
+	__u64 count;            /* runs at most, 0: until secs have passed */
+	pthread_barrier_t *bar;
+	__u64 runs, ns, rets[8];
+};
+
+static void mt_flow(const struct mt_thread *t, __u64 n, __u32 *src, __u16 *sport)
+{
+	if (t->mode == MT_NEW) {
+		/* thread idx: source addresses src + idx * 4096 + n / SPAN, ports stepping */
+		*sport = GEN_PORT_BASE + n % GEN_PORT_SPAN;
+		*src = t->src + t->idx * 4096 + (__u32)(n / GEN_PORT_SPAN);
+		return;
+	}
+	*src = t->src;
+	*sport = t->sport + (t->mode == MT_DISJOINT ? t->idx * t->flows : 0) + n % t->flows;
+}
+
+static int mt_one(struct mt_thread *t, __u8 *frame, size_t len, __u64 n, bool count)
+{
+	struct xdp_md md = { .data_end = len, .ingress_ifindex = t->ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = len, .ctx_in = &md,
+		    .ctx_size_in = sizeof(md), .repeat = 1);
+	__u32 src;
+	__u16 sp;
+
+	mt_flow(t, n, &src, &sp);
+	frame4(frame, len, t->smac, t->dmac, src, t->daddr, sp, t->dport);
+	if (bpf_prog_test_run_opts(t->prog_fd, &o))
+		return -errno;
+	if (count) {
+		t->runs++;
+		t->ns += o.duration;
+		t->rets[o.retval < 7 ? o.retval : 7]++;
+	}
+	return 0;
+}
+
+static void *mt_run(void *arg)
+{
+	struct mt_thread *t = arg;
+	__u8 frame[64];
+	cpu_set_t set;
+	double end;
+	__u64 n = 0;
+
+	CPU_ZERO(&set);
+	CPU_SET(t->cpu, &set);
+	t->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	/* the warm-up lap: established modes create their states here */
+	for (__u32 i = 0; !t->err && t->mode != MT_NEW && i < t->flows; i++)
+		t->err = -mt_one(t, frame, sizeof(frame), i, false);
+	pthread_barrier_wait(t->bar);
+	if (t->err)
+		return NULL;
+	end = now() + t->secs;
+	while (!stop && !t->err && (!t->count || n < t->count)) {
+		/* the clock every 64 runs: its cost stays out of the runs' own */
+		for (int k = 0; k < 64 && !t->err && (!t->count || n < t->count); k++, n++)
+			t->err = -mt_one(t, frame, sizeof(frame), t->mode == MT_NEW ? n : n % t->flows, true);
+		if (now() >= end)
+			break;
+	}
+	return NULL;
+}
+
+static int cmd_mtrun(int argc, char **argv)
+{
+	__u8 smac[6], dmac[6], saddr[16], daddr[16];
+	bool have_smac = false, have_dmac = false, have_dst = false;
+	int v6 = -1, dv6 = -1, fd, mode = MT_SHARED, err = 1, nth = 0;
+	struct mt_thread th[GEN_MAX_THREADS] = {};
+	char list[64] = "0", *save = NULL, *tok;
+	__u32 ifindex, flows = 64;
+	__u16 dport = 9, sport = GEN_PORT_BASE;
+	unsigned long long count = 0;
+	pthread_barrier_t bar;
+	double secs = 2, pps = 0;
+
+	fd = bpf_prog_get_fd_by_id(atoi(argv[0]));
+	if (fd < 0)
+		return fail(1, "program id %s: %s", argv[0], strerror(errno));
+	for (int i = 2; i + 1 < argc; i += 2) {
+		const char *k = argv[i], *v = argv[i + 1];
+
+		if (!strcmp(k, "smac"))
+			have_smac = !parse_mac(v, smac);
+		else if (!strcmp(k, "dmac"))
+			have_dmac = !parse_mac(v, dmac);
+		else if (!strcmp(k, "src") && !parse_addr(v, saddr, &v6, NULL))
+			;
+		else if (!strcmp(k, "dst") && !parse_addr(v, daddr, &dv6, NULL))
+			have_dst = true;
+		else if (!strcmp(k, "dport"))
+			dport = atoi(v);
+		else if (!strcmp(k, "sport"))
+			sport = atoi(v);
+		else if (!strcmp(k, "flows"))
+			flows = atoi(v);
+		else if (!strcmp(k, "secs"))
+			secs = atof(v);
+		else if (!strcmp(k, "count"))
+			count = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "cpus") && strlen(v) < sizeof(list))
+			strcpy(list, v);
+		else if (!strcmp(k, "mode") && !strcmp(v, "shared"))
+			mode = MT_SHARED;
+		else if (!strcmp(k, "mode") && !strcmp(v, "disjoint"))
+			mode = MT_DISJOINT;
+		else if (!strcmp(k, "mode") && !strcmp(v, "new"))
+			mode = MT_NEW;
+		else {
+			err = fail(2, "mtrun: bad argument \"%s %s\"", k, v);
+			goto out;
+		}
+	}
+	if ((argc & 1) || !have_smac || !have_dmac || v6 != 0 || dv6 != 0 || !have_dst || flows < 1 ||
+	    flows > 20000 || secs <= 0 || secs > 60) {
+		err = fail(2, "mtrun: needs PROG_ID DEV smac, dmac, src and dst (IPv4); flows 1..20000, secs (0,60]");
+		goto out;
+	}
+	if (dev_index(argv[1], &ifindex))
+		goto out;
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (nth == GEN_MAX_THREADS) {
+			err = fail(2, "mtrun: at most %d CPUs", GEN_MAX_THREADS);
+			goto out;
+		}
+		th[nth] = (struct mt_thread){ .cpu = atoi(tok), .prog_fd = fd, .idx = nth, .mode = mode,
+					      .ifindex = ifindex, .flows = flows, .src = ntohl(*(__u32 *)saddr),
+					      .smac = smac, .dmac = dmac, .daddr = daddr, .sport = sport,
+					      .dport = dport, .secs = secs, .count = count, .bar = &bar };
+		nth++;
+	}
+	if (!nth || pthread_barrier_init(&bar, NULL, nth)) {
+		err = fail(2, "mtrun: no CPUs");
+		goto out;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	for (int i = 0; i < nth; i++)
+		if ((th[i].err = pthread_create(&th[i].tid, NULL, mt_run, &th[i]))) {
+			fail(1, "cannot start a thread: %s", strerror(th[i].err));
+			exit(1); /* the others wait at the barrier */
+		}
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i].tid, NULL);
+	pthread_barrier_destroy(&bar);
+	for (int i = 0; i < nth; i++)
+		if (th[i].err) {
+			err = fail(1, "mtrun on CPU %d: %s", th[i].cpu, strerror(abs(th[i].err)));
+			goto out;
+		}
+	printf("{\"mode\":\"%s\",\"flows\":%u,\"threads\":[", mode == MT_NEW ? "new" : mode == MT_DISJOINT ?
+	       "disjoint" : "shared", mode == MT_NEW ? 0 : flows);
+	for (int i = 0; i < nth; i++) {
+		const struct mt_thread *t = &th[i];
+		double ns = t->runs ? (double)t->ns / t->runs : 0;
+
+		pps += ns > 0 ? 1e9 / ns : 0;
+		printf("%s{\"cpu\":%d,\"runs\":%llu,\"ns_mean\":%.1f,\"redirect\":%llu,\"other\":%llu}", i ? "," : "",
+		       t->cpu, (unsigned long long)t->runs, ns, (unsigned long long)t->rets[XDP_REDIRECT],
+		       (unsigned long long)(t->runs - t->rets[XDP_REDIRECT]));
+	}
+	printf("],\"mpps\":%.4f}\n", pps / 1e6);
+	err = 0;
+out:
+	close(fd);
+	return err;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -772,6 +974,7 @@ static const struct {
 	{ "read",     cmd_read,     1 },
 	{ "progstat", cmd_progstat, 2 },
 	{ "testrun",  cmd_testrun,  2 },
+	{ "mtrun",    cmd_mtrun,    2 },
 };
 
 int main(int argc, char **argv)
@@ -786,6 +989,6 @@ int main(int argc, char **argv)
 			}
 	fprintf(stderr, "Usage: xbench { gen DEV [KEY VAL]... | attach {sink|minfwd} DEV... |\n"
 			"                detach DEV... | read DEV [PID]... | progstat PROG_ID SECS |\n"
-			"                testrun PROG_ID DEV [KEY VAL]... }\n");
+			"                testrun PROG_ID DEV [KEY VAL]... | mtrun PROG_ID DEV [KEY VAL]... }\n");
 	return 2;
 }

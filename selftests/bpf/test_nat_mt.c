@@ -19,7 +19,13 @@
  *      reference counts must add up; long-lived flows set up first keep
  *      their ports, and a busy drop needs the other CPU stopped in a run;
  *   d. the host limit recovers once a host's sessions expired, and a flush
- *      leaves no host entries.
+ *      leaves no host entries;
+ *   e. a second of established traffic, 16 flows both ways from both CPUs:
+ *      every map the CPUs share is dumped before and after and must be the
+ *      same but for the refreshes bpf/nat.h documents (a session half's
+ *      last_seen at most every quarter second, sampled every 20 ms meanwhile;
+ *      a binding's last_active); a new session afterwards must show in the
+ *      dumps (the comparison sees writes).
  * Rounds of a and b start from empty NAT tables.  A thread that did not
  * start, did not run on its CPU, or saw a BPF_PROG_TEST_RUN error fails the
  * case, and each concurrent case checks in the per-CPU counters that both
@@ -100,6 +106,7 @@ static const char *const setup_cmds[] = {
 	"ip addr add 10.0.2.1/24 dev r1",
 	"ip neigh replace 10.0.2.2 lladdr 02:00:00:00:02:02 dev r1 nud permanent",
 	"ip neigh replace 10.0.2.3 lladdr 02:00:00:00:02:03 dev r1 nud permanent",
+	"ip neigh replace 10.0.1.2 lladdr 02:00:00:00:01:09 dev r0 nud permanent", /* replies (e) */
 	"ip route add 10.9.0.0/16 via 10.0.2.2 dev r1",
 };
 
@@ -1729,6 +1736,301 @@ static bool t_flush_frees_hosts(void)
 	return ok;
 }
 
+/* ---- e. established flows write no shared line per packet ---- */
+
+/*
+ * Every map the program shares between CPUs (not per-CPU, not a program
+ * array), dumped key by key: an image to compare before and after traffic.
+ */
+struct mdump {
+	const char *name;
+	__u32 ksz, vsz, n;
+	__u8 *kv;               /* n records of key then value */
+};
+
+struct mimage {
+	int n;
+	struct mdump m[64];
+};
+
+static bool map_shared(enum bpf_map_type t)
+{
+	return t != BPF_MAP_TYPE_PERCPU_ARRAY && t != BPF_MAP_TYPE_PERCPU_HASH &&
+	       t != BPF_MAP_TYPE_LRU_PERCPU_HASH && t != BPF_MAP_TYPE_PROG_ARRAY &&
+	       t != BPF_MAP_TYPE_RINGBUF && t != BPF_MAP_TYPE_PERF_EVENT_ARRAY;
+}
+
+static void image_take(struct mimage *im)
+{
+	struct bpf_map *m;
+
+	memset(im, 0, sizeof(*im));
+	bpf_object__for_each_map(m, skel->obj) {
+		struct mdump *d;
+		__u8 *k, *next, *prev = NULL;
+		int fd = bpf_map__fd(m);
+		size_t cap = 0;
+
+		if (!map_shared(bpf_map__type(m)) || fd < 0 || (bpf_map__map_flags(m) & BPF_F_RDONLY_PROG))
+			continue;
+		if (im->n == (int)(sizeof(im->m) / sizeof(im->m[0])))
+			die("more shared maps than the image holds");
+		d = &im->m[im->n++];
+		d->name = bpf_map__name(m);
+		d->ksz = bpf_map__key_size(m);
+		d->vsz = bpf_map__value_size(m);
+		k = malloc(d->ksz);
+		next = malloc(d->ksz);
+		if (!k || !next)
+			die("out of memory");
+		while (!bpf_map_get_next_key(fd, prev, next)) {
+			if ((d->n + 1) * (size_t)(d->ksz + d->vsz) > cap) {
+				cap = cap ? 2 * cap : 64 * (size_t)(d->ksz + d->vsz);
+				d->kv = realloc(d->kv, cap);
+				if (!d->kv)
+					die("out of memory");
+			}
+			__u8 *rec = d->kv + d->n * (size_t)(d->ksz + d->vsz);
+
+			memcpy(rec, next, d->ksz);
+			if (bpf_map_lookup_elem(fd, next, rec + d->ksz)) {
+				memcpy(k, next, d->ksz);
+				prev = k;
+				continue; /* gone between the two calls */
+			}
+			d->n++;
+			memcpy(k, next, d->ksz);
+			prev = k;
+		}
+		free(k);
+		free(next);
+	}
+}
+
+static void image_free(struct mimage *im)
+{
+	for (int i = 0; i < im->n; i++)
+		free(im->m[i].kv);
+}
+
+/* May byte off of a value of map name change with traffic?  The refreshes xdpr documents. */
+static bool refresh_field(const char *name, __u32 off)
+{
+	if (!strcmp(name, XDPR_MAP_CT))
+		return off >= offsetof(struct xdpr_ct_val, last_seen) &&
+		       off < offsetof(struct xdpr_ct_val, last_seen) + 8;
+	if (!strcmp(name, XDPR_MAP_BIND))
+		return off >= offsetof(struct xdpr_bind, last_active) &&
+		       off < offsetof(struct xdpr_bind, last_active) + 8;
+	return false;
+}
+
+/* Differences between a and b outside the refresh fields: noted, counted. */
+static int image_diff(const struct mimage *a, const struct mimage *b, bool note_them)
+{
+	int diffs = 0;
+
+	for (int i = 0; i < a->n && i < b->n; i++) {
+		const struct mdump *x = &a->m[i], *y = &b->m[i];
+		size_t rs = x->ksz + x->vsz;
+
+		if (x->n != y->n) {
+			if (note_them)
+				note("%s: %u entries, then %u", x->name, x->n, y->n);
+			diffs++;
+			continue;
+		}
+		for (__u32 r = 0; r < x->n; r++) {
+			const __u8 *rx = x->kv + r * rs, *ry = NULL;
+
+			/* the same key, wherever the iteration put it */
+			for (__u32 q = 0; q < y->n && !ry; q++)
+				if (!memcmp(y->kv + ((r + q) % y->n) * rs, rx, x->ksz))
+					ry = y->kv + ((r + q) % y->n) * rs;
+			if (!ry) {
+				if (note_them)
+					note("%s: an entry went away", x->name);
+				diffs++;
+				continue;
+			}
+			for (__u32 o = 0; o < x->vsz; o++)
+				if (rx[x->ksz + o] != ry[x->ksz + o] && !refresh_field(x->name, o)) {
+					if (note_them)
+						note("%s: value byte %u of an entry changed (%02x -> %02x)", x->name,
+						     o, rx[x->ksz + o], ry[x->ksz + o]);
+					diffs++;
+					break;
+				}
+		}
+	}
+	return diffs;
+}
+
+#define E_FLOWS 16
+#define E_SPORT 6000
+#define E_SECS  1.0
+
+struct e_thread {
+	struct frame in[2 * E_FLOWS];  /* outbound, then the replies */
+	long fwd, other;
+};
+
+static atomic_int e_stop;
+
+/* The timer: E_SECS of traffic, the halves' last_seen read every 20 ms meanwhile. */
+struct e_sampler {
+	struct xdpr_ct_key k[2 * E_FLOWS];
+	__u64 seen[2 * E_FLOWS][64];
+	int nseen[2 * E_FLOWS];
+	int missing;
+};
+
+static void e_job(struct worker *w)
+{
+	struct e_thread *t = w->arg;
+	struct frame out;
+	__u32 v;
+
+	for (long n = 0; !atomic_load(&e_stop); n++) {
+		const struct frame *f = &t->in[n % (2 * E_FLOWS)];
+		int err = run_frame(prog_fd, n % (2 * E_FLOWS) < E_FLOWS ? r0_if : r1_if, f, &out, &v);
+
+		w->runs++;
+		if (err) {
+			if (!w->errs++)
+				w->first_err = -err;
+			break;
+		}
+		if (v == XDP_REDIRECT)
+			t->fwd++;
+		else
+			t->other++;
+	}
+}
+
+static void *e_timer(void *p)
+{
+	struct e_sampler *sm = p;
+	double end = mono() + E_SECS;
+
+	while (mono() < end) {
+		usleep(20000);
+		for (int h = 0; h < 2 * E_FLOWS; h++) {
+			struct xdpr_ct_val v;
+			int k;
+
+			if (bpf_map_lookup_elem(ct_fd, &sm->k[h], &v)) {
+				sm->missing++;
+				continue;
+			}
+			for (k = 0; k < sm->nseen[h] && sm->seen[h][k] != v.last_seen; k++)
+				;
+			if (k == sm->nseen[h] && k < 64)
+				sm->seen[h][sm->nseen[h]++] = v.last_seen;
+		}
+	}
+	atomic_store(&e_stop, 1);
+	return NULL;
+}
+
+static bool t_no_shared_writes(void)
+{
+	struct e_thread *t = calloc(2, sizeof(*t));
+	struct e_sampler *sm = calloc(1, sizeof(*sm));
+	struct mimage *a = calloc(3, sizeof(*a)), *b = a + 1, *c = a + 2;
+	struct frame out, nf;
+	struct worker w[2];
+	__u16 port[E_FLOWS];
+	int worst = 0, diffs, ctl;
+	struct xdpr_ctr r_before[XDPR_REASON_MAX], r_after[XDPR_REASON_MAX];
+	pthread_t timer;
+	bool ok = true;
+	__u32 v;
+
+	if (!t || !sm || !a)
+		die("out of memory");
+	fresh(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, XDPR_DEF_HOST_LIMIT, 1024, 65535);
+	/* 16 sessions, each answered once: established both ways */
+	for (int i = 0; i < E_FLOWS; i++) {
+		frame_in(&t[0].in[i], ip(IN2), E_SPORT + i, ip(REM));
+		if (!run1(&t[0].in[i], &out, &v) || v != XDP_REDIRECT)
+			return note("flow %d: not forwarded (verdict %u)", i, v), free(t), free(sm), free(a), false;
+		port[i] = out_sport(&out);
+		udp4(&t[0].in[E_FLOWS + i], r1_mac, rem_mac, ip(REM), 7, ip(OUTA), 64);
+		put16(t[0].in[E_FLOWS + i].b + t[0].in[E_FLOWS + i].l4 + 2, port[i]);
+		put16(t[0].in[E_FLOWS + i].b + t[0].in[E_FLOWS + i].l4 + 6, 0); /* no UDP checksum */
+		read_slot_sum(stats_fd, ncpus, 2, r_before);
+		if (run_frame(prog_fd, r1_if, &t[0].in[E_FLOWS + i], &out, &v) || v != XDP_REDIRECT) {
+			read_slot_sum(stats_fd, ncpus, 2, r_after);
+			for (int r = 0; r < XDPR_REASON_MAX; r++)
+				if (r_after[r].packets != r_before[r].packets)
+					note("reply to flow %d: %s", i, xdpr_reason_name(r));
+			return note("reply to flow %d: not forwarded (verdict %u)", i, v), free(t), free(sm), free(a),
+			       false;
+		}
+	}
+	memcpy(t[1].in, t[0].in, sizeof(t[0].in));
+	for (int i = 0; i < E_FLOWS; i++) {
+		sm->k[i] = (struct xdpr_ct_key){ .saddr = ip(IN2), .daddr = ip(REM), .sport = htons(E_SPORT + i),
+						 .dport = htons(7), .proto = IPPROTO_UDP, .dir = XDPR_CT_OUT };
+		sm->k[E_FLOWS + i] = (struct xdpr_ct_key){ .saddr = ip(REM), .daddr = ip(OUTA), .sport = htons(7),
+							   .dport = htons(port[i]), .proto = IPPROTO_UDP,
+							   .dir = XDPR_CT_IN };
+	}
+	image_take(a);
+	/* both CPUs, every flow both ways, for E_SECS; the halves' last_seen sampled meanwhile */
+	atomic_store(&e_stop, 0);
+	if (pthread_create(&timer, NULL, e_timer, sm))
+		die("cannot start the timer thread");
+	run_pair(w, e_job, &t[0], &t[1]);
+	atomic_store(&e_stop, 1);
+	pthread_join(timer, NULL);
+	image_take(b);
+	ok &= pair_ok(w, "established traffic");
+	for (int i = 0; i < 2; i++)
+		if (t[i].other || !t[i].fwd) {
+			note("CPU %d: %ld forwarded, %ld not", i, t[i].fwd, t[i].other);
+			ok = false;
+		}
+	diffs = image_diff(a, b, true);
+	if (diffs) {
+		note("%d shared map entries written by established traffic (%ld packets)", diffs,
+		     w[0].runs + w[1].runs);
+		ok = false;
+	}
+	/* last_seen: refreshed at most once a quarter second (bpf/nat.h), plus the value it had */
+	for (int h = 0; h < 2 * E_FLOWS; h++)
+		if (sm->nseen[h] > worst)
+			worst = sm->nseen[h];
+	if (sm->missing || worst > 2 + (int)(E_SECS * 4)) {
+		note("a session half showed %d last_seen values in %.1f s (at most %d), %d reads missed", worst,
+		     E_SECS, 2 + (int)(E_SECS * 4), sm->missing);
+		ok = false;
+	}
+
+	/* control: the comparison sees a new session */
+	frame_in(&nf, ip(IN2), E_SPORT + E_FLOWS, ip(REM));
+	if (!run1(&nf, &out, &v) || v != XDP_REDIRECT) {
+		note("the control flow was not forwarded");
+		ok = false;
+	}
+	image_take(c);
+	ctl = image_diff(b, c, false);
+	if (!ctl) {
+		note("a new session changed no shared map: the comparison sees nothing");
+		ok = false;
+	}
+	printf("# %ld established packets from 2 CPUs in %.1f s: %d shared entries changed beyond "
+	       "last_seen / last_active (at most %d last_seen values a half); a new session changed %d\n",
+	       w[0].runs + w[1].runs, E_SECS, diffs, worst, ctl);
+	for (int i = 0; i < 3; i++)
+		image_free(&a[i]);
+	free(a);
+	free(sm);
+	free(t);
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -1742,6 +2044,8 @@ static const struct {
 	{ "host limit 8: a host whose sessions expired unswept opens a new flow",
 	  t_host_limit_recovers },
 	{ "flush (gc all) after 200 hosts leaves no host entries", t_flush_frees_hosts },
+	{ "two CPUs: a second of established traffic writes no shared map value but the "
+	  "documented refreshes", t_no_shared_writes },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
