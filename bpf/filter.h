@@ -10,7 +10,8 @@
  *              pass without meeting the rules (unless a rule names those
  *              states: then everything is classified, as an nft chain is).
  *   classify:  the compiled rule list (xdpr_shared.h "filter"): one
- *              descriptor per field, AND of the rule bitmaps, first bit.
+ *              descriptor per field, AND of the rule bitmaps, the first
+ *              match of each shape group, the lowest position.
  *              The cost grows with the candidate words, not the rule count.
  *   act:       accept (a new flow gets its state), drop, or reject.
  *
@@ -256,7 +257,7 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 	return 0;
 }
 
-/* Copy a state this CPU found (or made) in the flow table: the newer way first. */
+/* Copy a state this CPU found (or made) in the flow table into the first way of its set. */
 static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bits, __u8 orig_b, __u32 gen,
 					  __u64 now)
 {
@@ -271,13 +272,10 @@ static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bi
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
 	if (!set)
 		return;
-	if (hot_is(&set->e[1], a, b, k->pa, k->pb, k->proto)) {
-		e = &set->e[1];
-	} else {
-		if (!hot_is(&set->e[0], a, b, k->pa, k->pb, k->proto))
-			set->e[1] = set->e[0];
-		e = &set->e[0];
-	}
+	/* the copy made now goes first, the other one second (evicted next) */
+	if (!hot_is(&set->e[0], a, b, k->pa, k->pb, k->proto))
+		set->e[1] = set->e[0];
+	e = &set->e[0];
 	e->a = a;
 	e->b = b;
 	e->pa = k->pa;

@@ -582,8 +582,10 @@ struct xdpr_flow {
  * direction already seen); the rest asks the table, which refreshes the
  * copy.  A copy lapses after XDPR_FLT_HOT_NS or when xdpr_cfg.flt_gen
  * moves (a flush): a state deleted otherwise (LRU eviction, expiry) can
- * serve its flow up to XDPR_FLT_HOT_NS longer.  Two ways a set, the newer
- * first; set = hash of the canonical key.
+ * serve its flow up to XDPR_FLT_HOT_NS longer (and so can one deleted by a
+ * flush a CPU raced, on CPUs that reorder loads: BPF has no load-acquire
+ * in clang 14).  Two ways a set, the newer first; set = hash of the
+ * canonical key.
  */
 struct xdpr_flt_hot {
 	__be32 a;           /* canonical, as xdpr_flow_key */
@@ -604,7 +606,12 @@ struct xdpr_flt_hot_set {
 };
 
 #define XDPR_FLT_HOT_BITS 13    /* 8192 sets of 2, 512 KiB per CPU */
-#define XDPR_FLT_HOT_NS   (500ULL * 1000000ULL)
+/*
+ * A tenth of a second: a flow whose packets pass on copies still reads the
+ * table (and so stays recently used in its LRU) ten times a second per
+ * CPU, however many new flows flood the table meanwhile.
+ */
+#define XDPR_FLT_HOT_NS   (100ULL * 1000000ULL)
 
 /* An IPv4 fragment's identity (RFC 791): the filter's verdict on its first fragment applies. */
 struct xdpr_frag_key {

@@ -629,6 +629,8 @@ int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32
 		o.ctx_in = &ctx;
 		o.ctx_size_in = sizeof(ctx);
 	}
+	/* the program's own flow copies (a region per CPU) are no helper's business */
+	bpf_map__set_max_entries(skel->maps.xdpr_flt_hot, 1);
 	bpf_object__for_each_program(p, skel->obj) {
 		bool me = !strcmp(bpf_program__name(p), name);
 

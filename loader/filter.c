@@ -587,7 +587,7 @@ static void bit_set(__u64 *bm, size_t p)
 struct lpm_src {
 	__u8 addr[16];
 	__u8 plen;
-	__u32 rule;              /* position, or (when set) index into sets[] */
+	__u32 rule;              /* the rule's bit (layout), or (when set) index into sets[] */
 	bool set;
 };
 

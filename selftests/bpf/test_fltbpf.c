@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <arpa/inet.h>
@@ -159,7 +160,9 @@ static const struct fcase cases[] = {
 	  { "proto tcp dport 81 state new accept", "state established drop" },
 	  { { .proto = IPPROTO_TCP, .dport = 81, .tcp = TCPF_S, .reason = XDPR_FWD, .rule = 1 },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_TCP, .sport = 81, .dport = 40000,
-	      .tcp = TCPF_S | TCPF_A, .reason = XDPR_DROP_FILTER, .rule = 2 } } },
+	      .tcp = TCPF_S | TCPF_A, .reason = XDPR_DROP_FILTER, .rule = 2 },
+	    /* a copy exists (the SYN made it), but rules that see established packets classify them */
+	    { .proto = IPPROTO_TCP, .dport = 81, .tcp = TCPF_A, .reason = XDPR_DROP_FILTER, .rule = 2 } } },
 	{ "reject: TCP RST, UDP ICMP prohibited, IPv6 both", ACCEPT,
 	  { "proto tcp dport 23 reject", "proto udp dport 69 reject" },
 	  { { .proto = IPPROTO_TCP, .dport = 23, .tcp = TCPF_S, .reason = XDPR_TX_FILTER_REJECT, .rule = 1 },
@@ -182,7 +185,7 @@ static const struct fcase cases[] = {
 	  { { .proto = IPPROTO_ICMP, .sport = 13, .reason = XDPR_FWD, .rule = 1 },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_ICMP, .sport = 3,
 	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
-	{ "IPv4 UDP: established packets pass on the CPU's copy; a flush voids it, an eviction after 0.5 s", DROP,
+	{ "IPv4 UDP: established packets pass on the CPU's copy; a flush voids it, an eviction after 0.1 s", DROP,
 	  { "proto udp dport 53 accept" },
 	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD,
@@ -193,7 +196,7 @@ static const struct fcase cases[] = {
 	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 },
 	    { .reason = XDPR_FWD, .rule = 1 },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD },
-	    { .before = FORGET, .wait_ms = 600, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
+	    { .before = FORGET, .wait_ms = 200, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
 	      .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
 	{ "IPv4 TCP: SYN, FIN and RST always ask the flow table", DROP, { "proto tcp dport 80 accept" },
 	  { { .proto = IPPROTO_TCP, .dport = 80, .tcp = TCPF_S, .reason = XDPR_FWD, .rule = 1, .hot = true },
@@ -205,7 +208,12 @@ static const struct fcase cases[] = {
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_TCP, .sport = 80, .dport = 40000,
 	      .tcp = TCPF_F | TCPF_A, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_TCP, .sport = 80, .dport = 40000,
-	      .tcp = TCPF_R, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
+	      .tcp = TCPF_R, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 },
+	    { .proto = IPPROTO_TCP, .dport = 80, .tcp = TCPF_S, .reason = XDPR_FWD, .rule = 1 } } },
+	{ "IPv4: a copy knows the directions its flow has shown", DROP, { "proto udp dport 53 accept" },
+	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .before = FORGET, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000,
+	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
 	{ "traffic for the router itself never meets the filter", DROP, { NULL },
 	  { { .dst = "10.0.2.1", .reason = XDPR_PASS_FIB_NOT_FWDED }, { .ip = 6, .dst = "2001:db8:1::1", .reason = XDPR_PASS_FIB_NOT_FWDED } } },
 };
@@ -410,10 +418,19 @@ static bool hot_copy(const struct pkt *p)
 	struct xdpr_flt_hot_set *v = calloc(ncpus, sizeof(*v));
 	struct in_addr s, d;
 	__be16 sp = htons(p->sport ?: 40000), dp = htons(p->dport ?: 53);
+	struct xdpr_cfg cfg;
+	struct timespec ts;
+	__u32 zero = 0;
+	__u64 now;
 	bool found = false;
 
 	if (!v)
 		die("out of memory");
+	/* the program's clock (bpf_ktime_get_coarse_ns) and generation: only a live copy counts */
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg) ||
+	    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts))
+		die("cannot read xdpr_cfg or the clock: %s", strerror(errno));
+	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	inet_pton(AF_INET, p->src ?: "10.0.1.2", &s);
 	inet_pton(AF_INET, p->dst ?: "10.0.2.2", &d);
 	for (__u32 k = 0; k < 1u << XDPR_FLT_HOT_BITS && !found; k++) {
@@ -423,7 +440,8 @@ static bool hot_copy(const struct pkt *p)
 			for (int w = 0; w < 2; w++) {
 				const struct xdpr_flt_hot *e = &v[c].e[w];
 
-				found |= e->proto == (p->proto ?: IPPROTO_UDP) &&
+				found |= e->proto == (p->proto ?: IPPROTO_UDP) && e->gen == cfg.flt_gen &&
+					 now - e->at < XDPR_FLT_HOT_NS &&
 					 ((e->a == s.s_addr && e->b == d.s_addr && e->pa == sp && e->pb == dp) ||
 					  (e->a == d.s_addr && e->b == s.s_addr && e->pa == dp && e->pb == sp));
 			}
@@ -728,6 +746,15 @@ int main(void)
 	}
 	if (unshare(CLONE_NEWNET))
 		die("unshare(CLONE_NEWNET): %s", strerror(errno));
+	{
+		/* one CPU throughout: the flow copies are per CPU */
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(0, &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			die("cannot pin to CPU 0: %s", strerror(errno));
+	}
 	skel = xdpr_bpf__open_and_load();
 	if (!skel)
 		die("cannot load the XDP program: %s", strerror(errno));

@@ -39,6 +39,8 @@ for filter_diff.t (xdpr's filter against nftables).
     packet DEV DST_MAC COUNT SCAPY_EXPR
         send COUNT copies of Ether(src=DEV's MAC, dst=DST_MAC) / SCAPY_EXPR
         (an expression over scapy's names, e.g. "IP(dst='10.0.2.2')/UDP()").
+    stream DEV DST_MAC SECS INTERVAL_MS SCAPY_EXPR
+        the same frame every INTERVAL_MS for SECS seconds; prints how many.
 
 The topology (filter_lib.sh) routes the corpus's destinations: 172.16/13,
 198.51.100/24 and 2001:db8:100::/40, 2001:db8:300::/48 out of r1;
@@ -711,6 +713,25 @@ def cmd_packet(dev, dst_mac, count, expr):
     s.close()
 
 
+def cmd_stream(dev, dst_mac, secs, interval_ms, expr):
+    """The frame every INTERVAL_MS for SECS seconds; prints how many were sent."""
+    import logging
+    import time
+    logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+    import scapy.all as sc
+    with open("/sys/class/net/%s/address" % dev) as fh:
+        own = fh.read().strip()
+    frame = sc.Ether(src=own, dst=dst_mac) / eval(expr, vars(sc))   # pylint: disable=eval-used
+    s = sc.conf.L2socket(iface=dev)
+    end, n = time.monotonic() + float(secs), 0
+    while time.monotonic() < end:
+        s.send(frame)
+        n += 1
+        time.sleep(float(interval_ms) / 1000)
+    s.close()
+    print(n)
+
+
 def cmd_seen(corpus, *ifcap):
     import logging
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
@@ -859,7 +880,7 @@ def check_counters(js, rules, per_rule):
 
 if __name__ == "__main__":
     cmds = {"gen": cmd_gen, "send": cmd_send, "seen": cmd_seen, "check": cmd_check, "model": cmd_model, "decode6": cmd_decode6,
-            "packet": cmd_packet}
+            "packet": cmd_packet, "stream": cmd_stream}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     sys.exit(cmds[sys.argv[1]](*sys.argv[2:]) or 0)

@@ -203,6 +203,31 @@ ok "1 MB again: the flow's later packets pass on its state" tcp_send "$C" "$S" 1
 is "$(delta "$n1" "$(flt_pkts 2)")" 1 "rule 2 decided the SYN only"
 ok "filter add proto icmp icmp-type 8 accept (for the NAT part)" xdpr filter add proto icmp icmp-type 8 accept
 
+# ---- flows flush: a flow's state goes at once, with every CPU's copy of it
+# Replies stream from S every 4 ms; `filter flows flush` in the middle.  No
+# reply may reach C once the command has returned (a CPU's copy of the state
+# would otherwise carry the flow for up to a tenth of a second).
+ok "filter add proto udp dport 7100 accept" xdpr filter add proto udp dport 7100 accept
+pkt "$C" c0 "$MAC_R0" 1 "IP(src='10.0.1.2', dst='10.0.2.2')/UDP(sport=40710, dport=7100)/Raw(b'open')"
+cap_start ffl "$C" c0 'udp and src port 7100' || fail "capture on c0 starts"
+T_TIMEOUT=30 in_ns "$S" "$FLT_PY" "$FLT_FLOWS" stream s0 "$MAC_R1" 1.6 4 \
+	"IP(src='10.0.2.2', dst='10.0.1.2')/UDP(sport=7100, dport=40710)/Raw(b'reply')" >"$T_TMP/ffl.sent" &
+spid=$!
+sleep 0.8
+p0=$(rsum drop_filter_policy r1)
+ok "filter flows flush while the replies stream" xdpr filter flows flush
+tf=$(date +%s.%N)
+wait "$spid"
+ok "the reply stream ran" test "$?" -eq 0
+sent=$(cat "$T_TMP/ffl.sent")
+ok "capture on c0 complete" cap_stop ffl
+timeout 30 tcpdump -n -tt -r "$T_TMP/ffl.pcap" 2>/dev/null | awk '{ print $1 }' >"$T_TMP/ffl.ts"
+before=$(awk -v t="$tf" '$1 <= t' "$T_TMP/ffl.ts" | wc -l)
+late=$(awk -v t="$tf" '$1 > t + 0.005' "$T_TMP/ffl.ts" | wc -l)
+num "$before" -ge 50 "replies passed on the flow's state before the flush ($before of $sent)"
+is "$late" 0 "no reply reached C more than 5 ms after filter flows flush returned"
+num "$(delta "$p0" "$(rsum drop_filter_policy r1)")" -ge 100 "the replies after it: drop_filter_policy on r1 (>= 100)"
+
 # ---- NAT under the filter: accepted flows are translated, the rest stays dropped
 ok "nat add out r1 masquerade" xdpr nat add out r1 masquerade
 ok "filter add proto udp dport 7000 accept" xdpr filter add proto udp dport 7000 accept

@@ -653,10 +653,20 @@ static bool image_sane(const struct xdpr_flt_list *l, const struct xdpr_flt_imag
 			return free(seen), snprintf(why, len, "bit %zu: rule %u", k, r->pos), false;
 		if (r->gend <= k / 64 || r->gend > nw)
 			return free(seen), snprintf(why, len, "bit %zu: group end %u", k, r->gend), false;
-		if (k % 64 && img->rule[k - 1].id &&
-		    (img->rule[k - 1].pos > r->pos || img->rule[k - 1].gend != r->gend))
+		/* within a group (across its words too) list order; a group starts on a word,
+		   right where the one before it ends */
+		if (k && img->rule[k - 1].id && img->rule[k - 1].gend == r->gend && img->rule[k - 1].pos > r->pos)
 			return free(seen), snprintf(why, len, "bit %zu after a later rule", k), false;
+		if (k && img->rule[k - 1].id && img->rule[k - 1].gend != r->gend &&
+		    (k % 64 || img->rule[k - 1].gend != k / 64))
+			return free(seen), snprintf(why, len, "bit %zu: a group ends or starts mid-word", k), false;
+		if (k && !img->rule[k - 1].id && k % 64)
+			return free(seen), snprintf(why, len, "bit %zu: a rule after padding", k), false;
 	}
+	/* padding only at the end of a group's last word */
+	for (size_t k = 1; k < img->nrule && l->n; k++)
+		if (!img->rule[k].id && img->rule[k - 1].id && img->rule[k - 1].gend != k / 64 + 1)
+			return free(seen), snprintf(why, len, "bit %zu: padding inside a group", k), false;
 	for (size_t p = 0; p < l->n; p++)
 		if (!seen[p])
 			return free(seen), snprintf(why, len, "rule %zu has no bit", p), false;
