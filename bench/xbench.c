@@ -684,6 +684,40 @@ static void frame4(__u8 *frame, size_t len, const __u8 *smac, const __u8 *dmac, 
 	*(__u16 *)(udp + 4) = htons(len - 34);
 }
 
+/* The frame words testrun and mtrun share. */
+struct tr_args {
+	__u8 smac[6], dmac[6], saddr[16], daddr[16];
+	bool have_smac, have_dmac, have_dst;
+	int v6, dv6;
+	__u16 dport, sport;
+};
+
+/* KEY VAL if it is one of the shared words: 1, else 0. */
+static int tr_arg(struct tr_args *a, const char *k, const char *v)
+{
+	if (!strcmp(k, "smac"))
+		a->have_smac = !parse_mac(v, a->smac);
+	else if (!strcmp(k, "dmac"))
+		a->have_dmac = !parse_mac(v, a->dmac);
+	else if (!strcmp(k, "src") && !parse_addr(v, a->saddr, &a->v6, NULL))
+		;
+	else if (!strcmp(k, "dst") && !parse_addr(v, a->daddr, &a->dv6, NULL))
+		a->have_dst = true;
+	else if (!strcmp(k, "dport"))
+		a->dport = atoi(v);
+	else if (!strcmp(k, "sport"))
+		a->sport = atoi(v);
+	else
+		return 0;
+	return 1;
+}
+
+/* All the shared words an IPv4 test run needs were given. */
+static bool tr_ok(const struct tr_args *a)
+{
+	return a->have_smac && a->have_dmac && a->v6 == 0 && a->dv6 == 0 && a->have_dst;
+}
+
 /*
  * One BPF_PROG_TEST_RUN (repeat 1) per frame, each frame built afresh (a
  * repeated run would see its own rewrite: TTL, MACs): the kernel's duration
@@ -693,11 +727,10 @@ static void frame4(__u8 *frame, size_t len, const __u8 *smac, const __u8 *dmac, 
  */
 static int cmd_testrun(int argc, char **argv)
 {
-	__u8 frame[64] = {}, smac[6], dmac[6], saddr[16], daddr[16];
-	__u16 dport = 9, sport = GEN_PORT_BASE;
+	struct tr_args a = { .v6 = -1, .dv6 = -1, .dport = 9, .sport = GEN_PORT_BASE };
+	__u8 frame[64] = {};
 	long count = 1000;
-	int v6 = -1, dv6 = -1, fd, same = 0, err = 1;
-	bool have_smac = false, have_dmac = false, have_dst = false;
+	int fd, same = 0, err = 1;
 	__u32 ifindex, *ns = NULL, rets[8] = {};
 	double sum = 0;
 	struct xdp_md md = {};
@@ -708,18 +741,8 @@ static int cmd_testrun(int argc, char **argv)
 	for (int i = 2; i + 1 < argc; i += 2) {
 		const char *k = argv[i], *v = argv[i + 1];
 
-		if (!strcmp(k, "smac"))
-			have_smac = !parse_mac(v, smac);
-		else if (!strcmp(k, "dmac"))
-			have_dmac = !parse_mac(v, dmac);
-		else if (!strcmp(k, "src") && !parse_addr(v, saddr, &v6, NULL))
+		if (tr_arg(&a, k, v))
 			;
-		else if (!strcmp(k, "dst") && !parse_addr(v, daddr, &dv6, NULL))
-			have_dst = true;
-		else if (!strcmp(k, "dport"))
-			dport = atoi(v);
-		else if (!strcmp(k, "sport"))
-			sport = atoi(v);
 		else if (!strcmp(k, "count"))
 			count = atol(v);
 		else if (!strcmp(k, "flows") && (!strcmp(v, "new") || !strcmp(v, "same")))
@@ -729,8 +752,7 @@ static int cmd_testrun(int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((argc & 1) || !have_smac || !have_dmac || v6 != 0 || dv6 != 0 || !have_dst ||
-	    count < 1 || count > 1000000) {
+	if ((argc & 1) || !tr_ok(&a) || count < 1 || count > 1000000) {
 		err = fail(2, "testrun: needs PROG_ID DEV smac, dmac, src and dst (IPv4), count 1..1000000");
 		goto out;
 	}
@@ -744,12 +766,12 @@ static int cmd_testrun(int argc, char **argv)
 	md.data_end = sizeof(frame);
 	md.ingress_ifindex = ifindex;
 	for (long n = 0; n < count; n++) {
-		__u16 sp = same ? sport : (__u16)(sport + n % GEN_PORT_SPAN);
-		__u32 src = ntohl(*(__u32 *)saddr) + (same ? 0 : n / GEN_PORT_SPAN);
+		__u16 sp = same ? a.sport : (__u16)(a.sport + n % GEN_PORT_SPAN);
+		__u32 src = ntohl(*(__u32 *)a.saddr) + (same ? 0 : n / GEN_PORT_SPAN);
 		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = sizeof(frame),
 			    .data_out = NULL, .ctx_in = &md, .ctx_size_in = sizeof(md), .repeat = 1);
 
-		frame4(frame, sizeof(frame), smac, dmac, src, daddr, sp, dport);
+		frame4(frame, sizeof(frame), a.smac, a.dmac, src, a.daddr, sp, a.dport);
 		/* UDP checksum 0: none (IPv4) */
 		if (bpf_prog_test_run_opts(fd, &o)) {
 			fail(1, "test run: %s", strerror(errno));
@@ -860,13 +882,11 @@ static void *mt_run(void *arg)
 
 static int cmd_mtrun(int argc, char **argv)
 {
-	__u8 smac[6], dmac[6], saddr[16], daddr[16];
-	bool have_smac = false, have_dmac = false, have_dst = false;
-	int v6 = -1, dv6 = -1, fd, mode = MT_SHARED, err = 1, nth = 0;
+	struct tr_args a = { .v6 = -1, .dv6 = -1, .dport = 9, .sport = GEN_PORT_BASE };
+	int fd, mode = MT_SHARED, err = 1, nth = 0;
 	struct mt_thread th[GEN_MAX_THREADS] = {};
 	char list[64] = "0", *save = NULL, *tok;
 	__u32 ifindex, flows = 64;
-	__u16 dport = 9, sport = GEN_PORT_BASE;
 	unsigned long long count = 0;
 	pthread_barrier_t bar;
 	double secs = 2, pps = 0;
@@ -877,18 +897,8 @@ static int cmd_mtrun(int argc, char **argv)
 	for (int i = 2; i + 1 < argc; i += 2) {
 		const char *k = argv[i], *v = argv[i + 1];
 
-		if (!strcmp(k, "smac"))
-			have_smac = !parse_mac(v, smac);
-		else if (!strcmp(k, "dmac"))
-			have_dmac = !parse_mac(v, dmac);
-		else if (!strcmp(k, "src") && !parse_addr(v, saddr, &v6, NULL))
+		if (tr_arg(&a, k, v))
 			;
-		else if (!strcmp(k, "dst") && !parse_addr(v, daddr, &dv6, NULL))
-			have_dst = true;
-		else if (!strcmp(k, "dport"))
-			dport = atoi(v);
-		else if (!strcmp(k, "sport"))
-			sport = atoi(v);
 		else if (!strcmp(k, "flows"))
 			flows = atoi(v);
 		else if (!strcmp(k, "secs"))
@@ -908,8 +918,7 @@ static int cmd_mtrun(int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((argc & 1) || !have_smac || !have_dmac || v6 != 0 || dv6 != 0 || !have_dst || flows < 1 ||
-	    flows > 20000 || secs <= 0 || secs > 60) {
+	if ((argc & 1) || !tr_ok(&a) || flows < 1 || flows > 20000 || secs <= 0 || secs > 60) {
 		err = fail(2, "mtrun: needs PROG_ID DEV smac, dmac, src and dst (IPv4); flows 1..20000, secs (0,60]");
 		goto out;
 	}
@@ -921,9 +930,9 @@ static int cmd_mtrun(int argc, char **argv)
 			goto out;
 		}
 		th[nth] = (struct mt_thread){ .cpu = atoi(tok), .prog_fd = fd, .idx = nth, .mode = mode,
-					      .ifindex = ifindex, .flows = flows, .src = ntohl(*(__u32 *)saddr),
-					      .smac = smac, .dmac = dmac, .daddr = daddr, .sport = sport,
-					      .dport = dport, .secs = secs, .count = count, .bar = &bar };
+					      .ifindex = ifindex, .flows = flows, .src = ntohl(*(__u32 *)a.saddr),
+					      .smac = a.smac, .dmac = a.dmac, .daddr = a.daddr, .sport = a.sport,
+					      .dport = a.dport, .secs = secs, .count = count, .bar = &bar };
 		nth++;
 	}
 	if (!nth || pthread_barrier_init(&bar, NULL, nth)) {
