@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -500,6 +501,45 @@ int xdpr_flt_new_map(struct xdpr *x, int which, __u32 entries)
 		seterr(x, "cannot create a filter map of %u entries: %s", entries ? entries : p->max,
 		       strerror(-fd));
 	return fd;
+}
+
+int xdpr_inner_copy(struct xdpr *x, int outer, __u32 slot, const char *what, void **out,
+		    struct bpf_map_info *info)
+{
+	__u32 len = sizeof(*info), id;
+	void *m, *v = NULL;
+	size_t bytes;
+	int fd, err = 0;
+
+	*out = NULL;
+	memset(info, 0, sizeof(*info));
+	if (bpf_map_lookup_elem(outer, &slot, &id) || (fd = bpf_map_get_fd_by_id(id)) < 0) {
+		err = -errno;
+		seterr(x, "cannot open %s: %s", what, strerror(-err));
+		return err;
+	}
+	if (bpf_obj_get_info_by_fd(fd, info, &len)) {
+		err = -errno;
+		seterr(x, "cannot read %s: %s", what, strerror(-err));
+		goto out;
+	}
+	bytes = (size_t)info->max_entries * info->value_size;
+	if (!bytes)
+		goto out; /* an empty map: no copy, the caller judges */
+	v = malloc(bytes);
+	m = v ? mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	if (m == MAP_FAILED) {
+		err = v ? -errno : -ENOMEM;
+		seterr(x, "cannot read %s: %s", what, strerror(-err));
+		free(v);
+		goto out;
+	}
+	memcpy(v, m, bytes);
+	munmap(m, bytes);
+	*out = v;
+out:
+	close(fd);
+	return err;
 }
 
 /* Create the shared maps from the skeleton's own definitions. */

@@ -90,4 +90,13 @@ int xdpr_flt_new_map(struct xdpr *x, int which, __u32 entries);
 /* Run one of the object's helper programs (never attached) on the shared maps. */
 int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32 ifindex);
 
+/*
+ * A malloc'd copy of the mmap-able inner map in slot of outer map fd outer,
+ * with that map's info (entries, value size); *out NULL when it has no
+ * bytes.  0, or -errno with x->err ("cannot open WHAT: ..." / "cannot read
+ * WHAT: ...").
+ */
+int xdpr_inner_copy(struct xdpr *x, int outer, __u32 slot, const char *what, void **out,
+		    struct bpf_map_info *info);
+
 #endif /* XDPR_CORE_H */

@@ -1398,37 +1398,14 @@ static int bind_all(struct xdpr *x, char *const *more, int nmore)
 /* A malloc'd copy of the inner map in a slot of an outer map; *len bytes. */
 static int read_inner(struct xdpr *x, int outer, __u32 slot, void **out, size_t *len)
 {
-	struct bpf_map_info info = {};
-	__u32 ilen = sizeof(info), id;
-	void *m, *v = NULL;
-	size_t bytes;
-	int fd, err = 0;
+	struct bpf_map_info info;
+	int err = xdpr_inner_copy(x, outer, slot, "the filter's stored rules", out, &info);
 
-	if (bpf_map_lookup_elem(outer, &slot, &id) || (fd = bpf_map_get_fd_by_id(id)) < 0) {
-		seterr(x, "cannot open the filter's stored rules: %s", strerror(errno));
-		return -errno;
-	}
-	if (bpf_obj_get_info_by_fd(fd, &info, &ilen)) {
-		err = -errno;
+	*len = err ? 0 : (size_t)info.max_entries * info.value_size;
+	if (!err && !*len) {
+		err = -EINVAL;
 		seterr(x, "cannot read the filter's stored rules: %s", strerror(-err));
-		goto out;
 	}
-	bytes = (size_t)info.max_entries * info.value_size;
-	v = malloc(bytes ? bytes : 1);
-	m = v && bytes ? mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-	if (m == MAP_FAILED) {
-		err = v ? -errno : -ENOMEM;
-		seterr(x, "cannot read the filter's stored rules: %s", strerror(-err));
-		free(v);
-		v = NULL;
-		goto out;
-	}
-	memcpy(v, m, bytes);
-	munmap(m, bytes);
-	*out = v;
-	*len = bytes;
-out:
-	close(fd);
 	return err;
 }
 

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <linux/membarrier.h>
 #include <arpa/inet.h>
@@ -64,39 +63,18 @@ static void rec_to_spec(const struct xdpr_rtrec *r, struct xdpr_route_spec *rs)
 /* A malloc'd copy of the inner map in a slot of outer map xm; *n entries of size. */
 static void *read_inner(struct xdpr *x, int xm, __u32 slot, size_t size, size_t *n)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info), id;
-	void *m, *v = NULL;
-	size_t bytes;
-	int fd;
+	struct bpf_map_info info;
+	void *v;
 
-	if (bpf_map_lookup_elem(x->fd[xm], &slot, &id) || (fd = bpf_map_get_fd_by_id(id)) < 0) {
-		seterr(x, "cannot open the route table: %s", strerror(errno));
+	if (xdpr_inner_copy(x, x->fd[xm], slot, "the route table", &v, &info))
 		return NULL;
-	}
-	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
-		seterr(x, "cannot read the route table: %s", strerror(errno));
-		goto out;
-	}
 	if (info.value_size != size || !info.max_entries) {
 		seterr(x, "route table map %s has %u entries of %u bytes, expected %zu-byte entries",
 		       map_names[xm], info.max_entries, info.value_size, size);
-		goto out;
-	}
-	bytes = (size_t)info.max_entries * size;
-	v = malloc(bytes);
-	m = v ? mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-	if (m == MAP_FAILED) {
-		seterr(x, "cannot read the route table: %s", strerror(v ? errno : ENOMEM));
 		free(v);
-		v = NULL;
-		goto out;
+		return NULL;
 	}
-	memcpy(v, m, bytes);
-	munmap(m, bytes);
 	*n = info.max_entries;
-out:
-	close(fd);
 	return v;
 }
 
