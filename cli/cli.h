@@ -21,6 +21,12 @@ extern struct cli_opts opts;
 int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Each line of a library note as "warning: ..." on stderr. */
 void print_warnings(const char *note);
+/*
+ * xdpr_open, and under the lock (XDPR_O_LOCK) finish or undo what a killed
+ * NAT command left (xdpr_nat_repair): 0, or the exit code of the one
+ * "Error:" line it printed (the handle closed).
+ */
+int open_router(struct xdpr *x, unsigned int flags);
 
 /* Parsed command lines (pure functions: unit-tested without privileges). */
 struct attach_args {

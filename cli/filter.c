@@ -438,16 +438,6 @@ static int dispatch(const char *obj, const struct cmd *cmds, size_t n, int argc,
 	return fail(EXIT_USAGE, "unknown %s command \"%s\"", obj, argv[0]);
 }
 
-static int open_router(struct xdpr *x, unsigned int flags)
-{
-	/* under the lock: finish or undo what a killed NAT command left */
-	if (xdpr_open(x, flags) || ((flags & XDPR_O_LOCK) && xdpr_nat_repair(x, NULL, 0))) {
-		xdpr_close(x);
-		return fail(EXIT_FAIL, "%s", x->err);
-	}
-	return 0;
-}
-
 static int done(struct xdpr *x, int err)
 {
 	int ret = err ? fail(EXIT_FAIL, "%s", x->err) : EXIT_OK;

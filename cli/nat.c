@@ -123,21 +123,6 @@ static char *ip4(__be32 a, char *buf)
 	return buf;
 }
 
-static int open_router(struct xdpr *x, unsigned int flags)
-{
-	int err = xdpr_open(x, flags);
-
-	/* under the lock: finish or undo what a killed command left */
-	if (!err && (flags & XDPR_O_LOCK))
-		err = xdpr_nat_repair(x, NULL, 0);
-
-	if (err) {
-		xdpr_close(x);
-		return fail(EXIT_FAIL, "%s", x->err);
-	}
-	return 0;
-}
-
 static int nat_add(int argc, char **argv, bool replace)
 {
 	static struct xdpr x;

@@ -96,16 +96,6 @@ int parse_route(int argc, char **argv, struct xdpr_route_spec *rs, char *err, si
 	return 0;
 }
 
-static int open_router(struct xdpr *x, unsigned int flags)
-{
-	/* under the lock: finish or undo what a killed NAT command left */
-	if (xdpr_open(x, flags) || ((flags & XDPR_O_LOCK) && xdpr_nat_repair(x, NULL, 0))) {
-		xdpr_close(x);
-		return fail(EXIT_FAIL, "%s", x->err);
-	}
-	return 0;
-}
-
 static int route_add(int argc, char **argv, bool replace)
 {
 	static struct xdpr x;

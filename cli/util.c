@@ -41,3 +41,17 @@ void print_warnings(const char *note)
 		fprintf(stderr, "warning: %.*s\n", nl ? (int)(nl - note) : (int)strlen(note), note);
 	}
 }
+
+int open_router(struct xdpr *x, unsigned int flags)
+{
+	int err = xdpr_open(x, flags);
+
+	/* under the lock: finish or undo what a killed command left */
+	if (!err && (flags & XDPR_O_LOCK))
+		err = xdpr_nat_repair(x, NULL, 0);
+	if (err) {
+		xdpr_close(x);
+		return fail(EXIT_FAIL, "%s", x->err);
+	}
+	return 0;
+}
