@@ -31,7 +31,7 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 	bk.out_addr = p->iph->daddr;
 	bk.out_port = p->dport;
 	bk.proto = p->proto;
-	b = bpf_map_lookup_elem(&xdpr_nat_bind, &bk);
+	b = nat_lookup(&xdpr_nat_bind, &bk);
 	if (!b)
 		return STEP_NEXT;
 	rid = b->rule;
@@ -50,7 +50,7 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 	if (!(r->flags & XDPR_NAT_EIF)) {
 		struct xdpr_eim_key ek = { .in_addr = p->iph->saddr, .in_port = p->sport,
 					   .proto = p->proto, .rule = rid };
-		struct xdpr_eim_val *e = bpf_map_lookup_elem(&xdpr_nat_eim, &ek);
+		struct xdpr_eim_val *e = nat_lookup(&xdpr_nat_eim, &ek);
 		struct xdpr_ct_key ik = {};
 
 		if (e) {
@@ -61,7 +61,7 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 			ik.proto = p->proto;
 			ik.dir = XDPR_CT_IN;
 		}
-		if (!e || !bpf_map_lookup_elem(&xdpr_nat_ct, &ik)) {
+		if (!e || !nat_lookup(&xdpr_nat_ct, &ik)) {
 			nat_count(rid, XDPR_NE_FILTERED);
 			return XDPR_PASS_NAT_FILTERED;
 		}

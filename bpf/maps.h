@@ -44,6 +44,58 @@ struct {
 	__type(value, struct xdpr_cfg);
 } xdpr_cfg SEC(".maps");
 
+/*
+ * The live table of a NAT outer map (xdpr_nat_ct, ...), NULL if none: the
+ * caller then does nothing it would have done with the table.
+ */
+static const volatile __u32 nat_slot_key[2] = { 0, 1 }; /* keys off the stack (.rodata) */
+
+static __always_inline void *nat_tab(void *outer)
+{
+	struct xdpr_cfg *c = bpf_map_lookup_elem(&xdpr_cfg, (const void *)&nat_slot_key[0]);
+
+	if (!c)
+		return NULL;
+	return bpf_map_lookup_elem(outer, (const void *)&nat_slot_key[c->nat_slot & 1]);
+}
+
+#ifndef ENOENT
+#define ENOENT 2
+#endif
+#ifndef ENOMEM
+#define ENOMEM 12
+#endif
+
+/* A lookup, update or delete in the live table of a NAT outer map. */
+static __always_inline void *nat_lookup(void *outer, const void *key)
+{
+	void *m = nat_tab(outer);
+
+	return m ? bpf_map_lookup_elem(m, key) : NULL;
+}
+
+static __always_inline long nat_update(void *outer, const void *key, const void *val, __u64 flags)
+{
+	void *m = nat_tab(outer);
+
+	return m ? bpf_map_update_elem(m, key, val, flags) : -ENOMEM;
+}
+
+static __always_inline long nat_delete(void *outer, const void *key)
+{
+	void *m = nat_tab(outer);
+
+	return m ? bpf_map_delete_elem(m, key) : -ENOENT;
+}
+
+/* Tables are being copied (`nat limit sessions`): nothing is created or deleted. */
+static __always_inline int nat_frozen(void)
+{
+	struct xdpr_cfg *c = bpf_map_lookup_elem(&xdpr_cfg, (const void *)&nat_slot_key[0]);
+
+	return !c || (c->nat_frozen_until && bpf_ktime_get_coarse_ns() < c->nat_frozen_until);
+}
+
 /* FIB parameters live off the 512-byte stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -81,49 +133,71 @@ struct {
 	__type(value, __u64);
 } xdpr_nat_stats SEC(".maps");
 
+/*
+ * The NAT tables.  Each is an inner map of a two-slot outer map; the live
+ * slot is xdpr_cfg.nat_slot and their size xdpr_cfg.nat_sess, both chosen
+ * at run time (`nat limit sessions`: new tables filled aside, switched in).
+ * The definitions below are the shapes (and the default size).
+ */
+
 /* Sessions: two halves each (xdpr_ct_key.dir). */
-struct {
+struct nat_ct_tab {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 2 * XDPR_NAT_MAX_SESS);
+	__uint(max_entries, 2 * XDPR_NAT_DEF_SESS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct xdpr_ct_key);
-	__type(value, struct xdpr_ct_val);
-} xdpr_nat_ct SEC(".maps");
+	__uint(key_size, sizeof(struct xdpr_ct_key)); /* libbpf 1.1: sizes, not types, in inner maps */
+	__uint(value_size, sizeof(struct xdpr_ct_val));
+};
 
 /* Outside address/port/protocol -> the inside endpoint that owns it. */
-struct {
+struct nat_bind_tab {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XDPR_NAT_MAX_SESS);
+	__uint(max_entries, XDPR_NAT_DEF_SESS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct xdpr_bind_key);
-	__type(value, struct xdpr_bind);
-} xdpr_nat_bind SEC(".maps");
+	__uint(key_size, sizeof(struct xdpr_bind_key));
+	__uint(value_size, sizeof(struct xdpr_bind));
+};
 
 /* Inside endpoint (per rule) -> its binding: endpoint-independent mapping. */
-struct {
+struct nat_eim_tab {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XDPR_NAT_MAX_SESS);
+	__uint(max_entries, XDPR_NAT_DEF_SESS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct xdpr_eim_key);
-	__type(value, struct xdpr_eim_val);
-} xdpr_nat_eim SEC(".maps");
+	__uint(key_size, sizeof(struct xdpr_eim_key));
+	__uint(value_size, sizeof(struct xdpr_eim_val));
+};
 
 /* Sessions per inside host (host limit); an entry lives while it has sessions. */
-struct {
+struct nat_hosts_tab {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XDPR_NAT_MAX_SESS);
+	__uint(max_entries, XDPR_NAT_DEF_SESS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __be32);
-	__type(value, struct xdpr_host);
-} xdpr_nat_hosts SEC(".maps");
+	__uint(key_size, sizeof(__be32));
+	__uint(value_size, sizeof(struct xdpr_host));
+};
 
 /* Recent sessions (outbound keys) in creation order; [0] of _ringhd is the head. */
-struct {
+struct nat_ring_tab {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, XDPR_NAT_RING);
-	__type(key, __u32);
-	__type(value, struct xdpr_ct_key);
-} xdpr_nat_ring SEC(".maps");
+	__uint(max_entries, XDPR_NAT_DEF_SESS);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct xdpr_ct_key));
+};
+
+#define NAT_OUTER(name, tab)                          \
+	struct {                                      \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS); \
+		__uint(max_entries, 2);               \
+		__type(key, __u32);                   \
+		__array(values, struct tab);          \
+	} name SEC(".maps")
+
+NAT_OUTER(xdpr_nat_ct, nat_ct_tab);
+NAT_OUTER(xdpr_nat_bind, nat_bind_tab);
+NAT_OUTER(xdpr_nat_eim, nat_eim_tab);
+NAT_OUTER(xdpr_nat_hosts, nat_hosts_tab);
+NAT_OUTER(xdpr_nat_ring, nat_ring_tab);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

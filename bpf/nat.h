@@ -38,7 +38,7 @@ static __always_inline void nat_touch(const struct xdpr_ct_key *k, struct xdpr_c
 	if (reopen && (old & (XDPR_CT_FIN_OUT | XDPR_CT_FIN_IN | XDPR_CT_RST))) {
 		v->state = bits;
 		ct_other_key(k, v, &o);
-		ov = bpf_map_lookup_elem(&xdpr_nat_ct, &o);
+		ov = nat_lookup(&xdpr_nat_ct, &o);
 		if (ov)
 			ov->state = 0;
 		return;
@@ -47,7 +47,7 @@ static __always_inline void nat_touch(const struct xdpr_ct_key *k, struct xdpr_c
 		return;
 	v->state = old | bits;
 	ct_other_key(k, v, &o);
-	ov = bpf_map_lookup_elem(&xdpr_nat_ct, &o);
+	ov = nat_lookup(&xdpr_nat_ct, &o);
 	if (ov && (ov->state | bits) != ov->state)
 		ov->state |= bits;
 }
@@ -59,6 +59,7 @@ static __always_inline int nat_event_reason(int ev)
 	case XDPR_NE_HOST_LIMIT: return XDPR_DROP_NAT_HOST_LIMIT;
 	case XDPR_NE_TABLE_FULL: return XDPR_DROP_NAT_FULL;
 	case XDPR_NE_BUSY:       return XDPR_DROP_NAT_BUSY;
+	case XDPR_NE_RESIZING:   return XDPR_DROP_NAT_RESIZING;
 	}
 	return XDPR_DROP_NAT_UNTRANSLATABLE;
 }
@@ -97,7 +98,7 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 	if (!nat4_keyable(p, XDPR_CT_IN))
 		return STEP_NEXT;
 	nat4_key(p, XDPR_CT_IN, &k);
-	v = bpf_map_lookup_elem(&xdpr_nat_ct, &k);
+	v = nat_lookup(&xdpr_nat_ct, &k);
 	if (v) {
 		bits = nat4_state_bits(p, XDPR_CT_IN, &reopen);
 		if (now - v->last_seen > nat_timeout(cfg, k.proto, v->state | bits)) {
@@ -105,15 +106,18 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 			struct xdpr_ct_val *ov;
 
 			ct_other_key(&k, v, &ok);
-			ov = bpf_map_lookup_elem(&xdpr_nat_ct, &ok);
+			ov = nat_lookup(&xdpr_nat_ct, &ok);
 			if (!ov) {
 				/* a lone inbound half cannot be trusted */
-				bpf_map_delete_elem(&xdpr_nat_ct, &k);
-				nat_count(v->rule, XDPR_NE_PAIR_REPAIRED);
+				if (!nat_frozen()) {
+					nat_delete(&xdpr_nat_ct, &k);
+					nat_count(v->rule, XDPR_NE_PAIR_REPAIRED);
+				}
 				return STEP_NEXT;
 			}
 			if (nat_idle(&ok, ov, now, &state) > nat_timeout(cfg, k.proto, state | bits)) {
-				nat_sweep_key(&ok, ov, now, cfg, 0);
+				if (!nat_frozen())
+					nat_sweep_key(&ok, ov, now, cfg, 0);
 				return STEP_NEXT;
 			}
 		}
@@ -241,7 +245,7 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src,
 	q = &sc->q;
 	nat4_key(p, XDPR_CT_OUT, &q->key);
 	bits = nat4_state_bits(p, XDPR_CT_OUT, &reopen);
-	v = bpf_map_lookup_elem(&xdpr_nat_ct, &q->key);
+	v = nat_lookup(&xdpr_nat_ct, &q->key);
 	if (v) {
 		int dead = 0;
 
@@ -269,7 +273,7 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src,
 			return STEP_NEXT;
 		}
 		/* timed out: counted as expired; moved: counted above */
-		if (nat_sess_delete(&q->key, &q->out, now) && dead == 2)
+		if (!nat_frozen() && nat_sess_delete(&q->key, &q->out, now) && dead == 2)
 			nat_count(q->out.rule, XDPR_NE_SESS_EXPIRED);
 	}
 	q->r = *r;

@@ -77,7 +77,7 @@ static __always_inline struct xdpr_bind *bind_lookup(__be32 addr, __be16 port, _
 {
 	struct xdpr_bind_key bk = { .out_addr = addr, .out_port = port, .proto = proto };
 
-	return bpf_map_lookup_elem(&xdpr_nat_bind, &bk);
+	return nat_lookup(&xdpr_nat_bind, &bk);
 }
 
 /* A session's traffic keeps its binding alive (called at most 4 times a second per half). */
@@ -93,10 +93,10 @@ static __always_inline void bind_refresh(__be32 addr, __be16 port, __u8 proto, _
 static __always_inline void eim_forget(__be32 in_addr, __be16 in_port, __u8 proto, __u8 rule, __u32 gen)
 {
 	struct xdpr_eim_key ek = { .in_addr = in_addr, .in_port = in_port, .proto = proto, .rule = rule };
-	struct xdpr_eim_val *e = bpf_map_lookup_elem(&xdpr_nat_eim, &ek);
+	struct xdpr_eim_val *e = nat_lookup(&xdpr_nat_eim, &ek);
 
 	if (e && gen && __sync_val_compare_and_swap(&e->gen, gen, 0) == gen)
-		bpf_map_delete_elem(&xdpr_nat_eim, &ek);
+		nat_delete(&xdpr_nat_eim, &ek);
 }
 
 /* free: no reference, past the hold-down.  1 if this call deleted the binding. */
@@ -112,7 +112,7 @@ static __always_inline int bind_try_free(const struct xdpr_bind_key *k, struct x
 	if (__sync_val_compare_and_swap(&b->state, s, s | XDPR_BIND_DYING) != s)
 		return 0;
 	eim_forget(b->in_addr, b->in_port, key.proto, b->rule, XDPR_BIND_GEN(s));
-	bpf_map_delete_elem(&xdpr_nat_bind, &key);
+	nat_delete(&xdpr_nat_bind, &key);
 	return 1;
 }
 
@@ -123,7 +123,7 @@ static __always_inline int eim_get(struct nat_req *q, __u32 *stale_gen)
 {
 	struct xdpr_eim_key ek = { .in_addr = q->key.saddr, .in_port = q->key.sport,
 				   .proto = q->key.proto, .rule = q->rule_id };
-	struct xdpr_eim_val *e = bpf_map_lookup_elem(&xdpr_nat_eim, &ek);
+	struct xdpr_eim_val *e = nat_lookup(&xdpr_nat_eim, &ek);
 	struct xdpr_bind *b;
 	__u32 gen;
 	__be16 port;
@@ -157,10 +157,10 @@ static __always_inline int eim_claim(struct nat_req *q, int res, __u32 stale_gen
 	struct xdpr_eim_val *e, claim = {};
 
 	if (res == EIM_MISS)
-		return bpf_map_update_elem(&xdpr_nat_eim, &ek, &claim, BPF_NOEXIST) == 0;
+		return nat_update(&xdpr_nat_eim, &ek, &claim, BPF_NOEXIST) == 0;
 	if (res != EIM_STALE)
 		return 0;
-	e = bpf_map_lookup_elem(&xdpr_nat_eim, &ek);
+	e = nat_lookup(&xdpr_nat_eim, &ek);
 	return e && __sync_val_compare_and_swap(&e->gen, stale_gen, 0) == stale_gen;
 }
 
@@ -169,12 +169,12 @@ static __always_inline void eim_publish(struct nat_req *q, __u32 gen)
 {
 	struct xdpr_eim_key ek = { .in_addr = q->key.saddr, .in_port = q->key.sport,
 				   .proto = q->key.proto, .rule = q->rule_id };
-	struct xdpr_eim_val *e = bpf_map_lookup_elem(&xdpr_nat_eim, &ek);
+	struct xdpr_eim_val *e = nat_lookup(&xdpr_nat_eim, &ek);
 
 	if (!e)
 		return;
 	if (!gen) {
-		bpf_map_delete_elem(&xdpr_nat_eim, &ek); /* gen 0 entries are the claimer's alone */
+		nat_delete(&xdpr_nat_eim, &ek); /* gen 0 entries are the claimer's alone */
 		return;
 	}
 	e->out_addr = q->out_addr;
@@ -189,7 +189,7 @@ struct eim_wait {
 
 static long eim_wait_cb(__u32 i, struct eim_wait *w)
 {
-	struct xdpr_eim_val *e = bpf_map_lookup_elem(&xdpr_nat_eim, &w->ek);
+	struct xdpr_eim_val *e = nat_lookup(&xdpr_nat_eim, &w->ek);
 
 	if (!e || READ_ONCE_U64(e->gen)) {
 		w->done = 1;
@@ -249,9 +249,9 @@ static __always_inline int alloc_try(struct nat_scratch *sc, __u16 port, __u64 h
 	int err;
 
 	sc->bkey.out_port = bpf_htons(port);
-	b = bpf_map_lookup_elem(&xdpr_nat_bind, &sc->bkey);
+	b = nat_lookup(&xdpr_nat_bind, &sc->bkey);
 	if (!b) {
-		err = bpf_map_update_elem(&xdpr_nat_bind, &sc->bkey, &sc->nb, BPF_NOEXIST);
+		err = nat_update(&xdpr_nat_bind, &sc->bkey, &sc->nb, BPF_NOEXIST);
 		if (!err)
 			return 1;
 		if (err != -EEXIST)

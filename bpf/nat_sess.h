@@ -12,8 +12,9 @@
  *
  * Expiry needs no daemon: timestamps are checked on every hit; the slot a
  * new session takes in a ring of recent sessions is swept on the way; a
- * host at its limit, or an exhausted port range, runs a whole-table sweep
- * (at most once a second, router-wide); a full table evicts, from the
+ * host at its limit, or an exhausted port range, runs a sweep (at most once
+ * a second, router-wide, of the first 131,072 entries of each table: all of a
+ * default-sized one); a full table evicts, from the
  * greediest host first; and xdpr_nat_gc (run by the CLI) sweeps everything.
  */
 #ifndef XDPR_NAT_SESS_H
@@ -23,6 +24,7 @@
 
 #define EVICT_SCAN 32
 #define HOST_TRIES 16
+#define SWEEP_CAP (2 * XDPR_NAT_DEF_SESS) /* entries a sweep under pressure looks at, per table */
 
 /* The other half's key: OUT {in, rem, inp, remp} -> out  <->  IN {rem, out, remp, outp} -> in */
 static __always_inline void ct_other_key(const struct xdpr_ct_key *k, const struct xdpr_ct_val *v,
@@ -71,7 +73,7 @@ static __always_inline __u64 *host_word(struct xdpr_host *h)
 
 static long host_wait_cb(__u32 i, __be32 *addr)
 {
-	struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, addr);
+	struct xdpr_host *h = nat_lookup(&xdpr_nat_hosts, addr);
 
 	return !h || !(READ_ONCE_U32(h->nsess) & XDPR_HOST_DYING);
 }
@@ -95,13 +97,13 @@ __noinline int host_get(__be32 addr, __u32 limit)
 	if (!sc)
 		return XDPR_NE_TABLE_FULL;
 	for (int i = 0; i < HOST_TRIES; i++) {
-		struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, &addr);
+		struct xdpr_host *h = nat_lookup(&xdpr_nat_hosts, &addr);
 		__u64 w;
 		__u32 c;
 
 		if (!h) {
 			struct xdpr_host zero = { .addr = addr };
-			int err = bpf_map_update_elem(&xdpr_nat_hosts, &addr, &zero, BPF_NOEXIST);
+			int err = nat_update(&xdpr_nat_hosts, &addr, &zero, BPF_NOEXIST);
 
 			if (err && err != -EEXIST)
 				return XDPR_NE_TABLE_FULL;
@@ -132,7 +134,7 @@ __noinline int host_get(__be32 addr, __u32 limit)
 __noinline int host_put(__be32 addr)
 {
 	for (int i = 0; i < HOST_TRIES; i++) {
-		struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, &addr);
+		struct xdpr_host *h = nat_lookup(&xdpr_nat_hosts, &addr);
 		__u64 w, nw;
 		__u32 c;
 
@@ -148,7 +150,7 @@ __noinline int host_put(__be32 addr)
 		if (__sync_val_compare_and_swap(host_word(h), w, nw) == w) {
 			/* only the CPU that marked it deletes it: the key still names this entry */
 			if (c == 1)
-				bpf_map_delete_elem(&xdpr_nat_hosts, &addr);
+				nat_delete(&xdpr_nat_hosts, &addr);
 			return 1;
 		}
 	}
@@ -157,7 +159,7 @@ __noinline int host_put(__be32 addr)
 
 static __always_inline __u32 host_count(__be32 addr)
 {
-	struct xdpr_host *h = bpf_map_lookup_elem(&xdpr_nat_hosts, &addr);
+	struct xdpr_host *h = nat_lookup(&xdpr_nat_hosts, &addr);
 
 	return h ? h->nsess & ~XDPR_HOST_DYING : 0;
 }
@@ -181,6 +183,7 @@ static __always_inline void nat_release(__be32 in_addr, __be32 out_addr, __be16 
  * releases the references.  Returns 1 if this call removed it.  okey must
  * be a copy (stack or scratch), never a map element's key: an element can
  * be deleted by another CPU and reused for another session at any moment.
+ * Callers outside session creation check nat_frozen() first.
  */
 static __always_inline int nat_sess_delete(const struct xdpr_ct_key *okey, const struct xdpr_ct_val *oval,
 					   __u64 now)
@@ -191,8 +194,8 @@ static __always_inline int nat_sess_delete(const struct xdpr_ct_key *okey, const
 	__u32 gen = oval->bind_gen;
 
 	ct_other_key(okey, oval, &ik);
-	bpf_map_delete_elem(&xdpr_nat_ct, &ik);
-	if (bpf_map_delete_elem(&xdpr_nat_ct, okey))
+	nat_delete(&xdpr_nat_ct, &ik);
+	if (nat_delete(&xdpr_nat_ct, okey))
 		return 0;
 	nat_release(okey->saddr, xaddr, xport, okey->proto, gen, now);
 	return 1;
@@ -207,7 +210,7 @@ static __always_inline __u64 nat_idle(const struct xdpr_ct_key *okey, const stru
 	__u64 last = oval->last_seen;
 
 	ct_other_key(okey, oval, &ik);
-	iv = bpf_map_lookup_elem(&xdpr_nat_ct, &ik);
+	iv = nat_lookup(&xdpr_nat_ct, &ik);
 	*state = oval->state;
 	if (iv) {
 		if (iv->last_seen > last)
@@ -239,13 +242,23 @@ struct bpf_map;
 struct sweep_ctx {
 	__u64 now;
 	const struct xdpr_cfg *cfg;
-	__u32 op;         /* enum xdpr_gc_op */
-	__u32 rule;
+	__u16 op;         /* enum xdpr_gc_op */
+	__u16 rule;
 	__u32 deleted;
 	__u32 seen;
 	__u32 binds_freed;
 	__u32 hosts_freed;
+	__u32 budget;     /* entries the walk under way may still look at */
 };
+
+/* The walk has looked at enough: stop it (1 ends bpf_for_each_map_elem). */
+static __always_inline int sweep_enough(struct sweep_ctx *s)
+{
+	if (!s->budget)
+		return 1;
+	s->budget--;
+	return 0;
+}
 
 /*
  * k and v point into the element: another CPU may delete it meanwhile, and
@@ -260,6 +273,8 @@ static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_
 	struct xdpr_ct_key kc;
 	struct xdpr_ct_val vc;
 
+	if (sweep_enough(s))
+		return 1;
 	kc = *k;
 	asm volatile("" ::: "memory");
 	vc = *v;
@@ -276,8 +291,8 @@ static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_
 		 * last_seen from a clock read after this sweep's now: not "old".
 		 */
 		ct_other_key(&kc, &vc, &o);
-		if (!bpf_map_lookup_elem(&xdpr_nat_ct, &o) && s->now > vc.last_seen + NSEC)
-			bpf_map_delete_elem(&xdpr_nat_ct, &kc);
+		if (!nat_lookup(&xdpr_nat_ct, &o) && s->now > vc.last_seen + NSEC)
+			nat_delete(&xdpr_nat_ct, &kc);
 		return 0;
 	}
 	s->seen++;
@@ -293,6 +308,8 @@ static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_
 static long gc_bind_cb(struct bpf_map *map, struct xdpr_bind_key *k, struct xdpr_bind *b,
 		       struct sweep_ctx *s)
 {
+	if (sweep_enough(s))
+		return 1;
 	if (bind_try_free(k, b, s->now, (__u64)s->cfg->holddown * NSEC))
 		s->binds_freed++;
 	return 0;
@@ -303,27 +320,42 @@ static long gc_host_cb(struct bpf_map *map, __be32 *k, struct xdpr_host *h, stru
 {
 	__be32 key = *k;
 
+	if (sweep_enough(s))
+		return 1;
 	/* the key and the word must name the same host: the entry may be reused meanwhile */
 	if (__sync_val_compare_and_swap(host_word(h), HOST_WORD(key, 0), HOST_WORD(key, XDPR_HOST_DYING)) ==
 	    HOST_WORD(key, 0)) {
-		bpf_map_delete_elem(&xdpr_nat_hosts, &key);
+		nat_delete(&xdpr_nat_hosts, &key);
 		s->hosts_freed++;
 	}
 	return 0;
 }
 
-static __always_inline void nat_gc_all(struct sweep_ctx *s)
+/* Walk every table, looking at cap entries of each at most. */
+static __always_inline void nat_gc_all(struct sweep_ctx *s, __u32 cap)
 {
-	bpf_for_each_map_elem(&xdpr_nat_ct, gc_ct_cb, s, 0);
-	bpf_for_each_map_elem(&xdpr_nat_bind, gc_bind_cb, s, 0);
-	bpf_for_each_map_elem(&xdpr_nat_hosts, gc_host_cb, s, 0);
+	void *m;
+
+	s->budget = cap;
+	m = nat_tab(&xdpr_nat_ct);
+	if (m)
+		bpf_for_each_map_elem(m, gc_ct_cb, s, 0);
+	s->budget = cap;
+	m = nat_tab(&xdpr_nat_bind);
+	if (m)
+		bpf_for_each_map_elem(m, gc_bind_cb, s, 0);
+	s->budget = cap;
+	m = nat_tab(&xdpr_nat_hosts);
+	if (m)
+		bpf_for_each_map_elem(m, gc_host_cb, s, 0);
 }
 
 /*
  * Under pressure (a host at its limit, a range without a free port): sweep
  * expired sessions, idle bindings and empty hosts now, at most once a
  * second router-wide (the CPU that wins the CAS does it).  The cost is one
- * walk of the tables (milliseconds at 65,536 sessions) per second at most.
+ * walk of the tables per second at most, capped at SWEEP_CAP entries each
+ * (milliseconds): a bigger table is swept whole by xdpr_nat_gc only.
  * Returns 1 if this call swept and freed a binding or a session, 0 if not.
  */
 __noinline int nat_pressure_sweep(__u64 now)
@@ -338,7 +370,7 @@ __noinline int nat_pressure_sweep(__u64 now)
 	old = *last;
 	if (now - old < NSEC || __sync_val_compare_and_swap(last, old, now) != old)
 		return 0;
-	nat_gc_all(&s);
+	nat_gc_all(&s, SWEEP_CAP);
 	nat_count(0, XDPR_NE_SWEEPS);
 	return s.deleted || s.binds_freed;
 }
@@ -357,14 +389,16 @@ static __always_inline void nat_ring_push(const struct xdpr_ct_key *okey, const 
 	hd = bpf_map_lookup_elem(&xdpr_nat_ringhd, &zero);
 	if (!hd)
 		return;
-	idx = __sync_fetch_and_add(hd, 1) % XDPR_NAT_RING;
-	slot = bpf_map_lookup_elem(&xdpr_nat_ring, &idx);
+	if (!cfg->nat_sess)
+		return;
+	idx = __sync_fetch_and_add(hd, 1) % cfg->nat_sess;
+	slot = nat_lookup(&xdpr_nat_ring, &idx);
 	if (!slot)
 		return;
 	if (slot->proto) {
 		struct xdpr_ct_key old = *slot;
 
-		v = bpf_map_lookup_elem(&xdpr_nat_ct, &old);
+		v = nat_lookup(&xdpr_nat_ct, &old);
 		if (v)
 			nat_sweep_key(&old, v, now, cfg, 0);
 	}
@@ -373,27 +407,31 @@ static __always_inline void nat_ring_push(const struct xdpr_ct_key *okey, const 
 
 struct evict_ctx {
 	__u64 now;
-	__u64 head;
+	__u32 head;          /* the ring's oldest slot */
+	__u32 ring;          /* its length */
 	const struct xdpr_cfg *cfg;
 	__be32 requester;    /* the inside host asking */
 	__u32 requester_n;   /* its sessions, the new one included */
 	__u32 best_n;
+	int found;
 	__u64 best_idle;
 	struct xdpr_ct_key best;
-	int found;
 };
 
 static long evict_cb(__u32 i, struct evict_ctx *e)
 {
-	__u32 idx = (e->head + i) % XDPR_NAT_RING, n;
-	struct xdpr_ct_key *k = bpf_map_lookup_elem(&xdpr_nat_ring, &idx);
+	__u32 idx = e->head + i, n;
+	struct xdpr_ct_key *k;
 	struct xdpr_ct_val *v;
 	__u64 idle;
 	__u8 st;
 
+	if (idx >= e->ring)
+		idx -= e->ring;
+	k = nat_lookup(&xdpr_nat_ring, &idx);
 	if (!k || !k->proto)
 		return 0;
-	v = bpf_map_lookup_elem(&xdpr_nat_ct, k);
+	v = nat_lookup(&xdpr_nat_ct, k);
 	if (!v)
 		return 0;
 	idle = nat_idle(k, v, e->now, &st);
@@ -437,11 +475,14 @@ __noinline int nat_evict(void)
 	hd = bpf_map_lookup_elem(&xdpr_nat_ringhd, &zero);
 	if (!hd)
 		return 0;
-	e.head = *hd; /* the slot about to be reused holds the oldest session */
+	e.ring = q->cfg.nat_sess;
+	if (!e.ring)
+		return 0;
+	e.head = *hd % e.ring; /* the slot about to be reused holds the oldest session */
 	bpf_loop(EVICT_SCAN, evict_cb, &e, 0);
 	if (!e.found)
 		return 0;
-	v = bpf_map_lookup_elem(&xdpr_nat_ct, &e.best);
+	v = nat_lookup(&xdpr_nat_ct, &e.best);
 	return v ? nat_sweep_key(&e.best, v, q->now, &q->cfg, e.best_n != 0xffffffff) : 0;
 }
 
@@ -483,10 +524,10 @@ __noinline int nat_insert(void)
 	v->bind_gen = q->gen;
 
 	for (int tries = 0; tries < 2; tries++) {
-		err = bpf_map_update_elem(&xdpr_nat_ct, ik, v, BPF_NOEXIST);
+		err = nat_update(&xdpr_nat_ct, ik, v, BPF_NOEXIST);
 		if (err != -EEXIST)
 			break;
-		old = bpf_map_lookup_elem(&xdpr_nat_ct, ik);
+		old = nat_lookup(&xdpr_nat_ct, ik);
 		if (!old)
 			continue;
 		if (old->xaddr == q->key.saddr && old->xport == q->key.sport) {
@@ -502,7 +543,7 @@ __noinline int nat_insert(void)
 			struct xdpr_ct_val *ov;
 
 			ct_other_key(ik, old, &ok);
-			ov = bpf_map_lookup_elem(&xdpr_nat_ct, &ok);
+			ov = nat_lookup(&xdpr_nat_ct, &ok);
 			if (!ov || !nat_sweep_key(&ok, ov, q->now, &q->cfg, 0))
 				return XDPR_NE_NO_PORT;
 		}
@@ -511,16 +552,16 @@ __noinline int nat_insert(void)
 		return err == -EEXIST ? XDPR_NE_NO_PORT : XDPR_NE_TABLE_FULL;
 	v->xaddr = q->out_addr;
 	v->xport = q->port;
-	err = bpf_map_update_elem(&xdpr_nat_ct, &q->key, v, BPF_NOEXIST);
+	err = nat_update(&xdpr_nat_ct, &q->key, v, BPF_NOEXIST);
 	if (err == -EEXIST) {
-		old = bpf_map_lookup_elem(&xdpr_nat_ct, &q->key);
+		old = nat_lookup(&xdpr_nat_ct, &q->key);
 		if (old && old->xaddr == q->out_addr && old->xport == q->port) {
 			q->out = *old; /* the other CPU's; our inbound half is the same key as its */
 			return XDPR_NE_ADOPTED;
 		}
 	}
 	if (err) {
-		bpf_map_delete_elem(&xdpr_nat_ct, ik);
+		nat_delete(&xdpr_nat_ct, ik);
 		return err == -EEXIST ? XDPR_NE_BUSY : XDPR_NE_TABLE_FULL;
 	}
 	q->out = *v;
@@ -571,6 +612,8 @@ static __always_inline int nat_create(struct xdp_md *ctx)
 
 	if (!ctx || !sc)
 		return XDPR_NE_TABLE_FULL;
+	if (nat_frozen())
+		return XDPR_NE_RESIZING; /* the copy would miss it */
 	q = &sc->q;
 	ev = host_get(q->key.saddr, q->cfg.host_limit);
 	if ((ev == XDPR_NE_HOST_LIMIT || ev == XDPR_NE_TABLE_FULL) && nat_pressure_sweep(q->now))

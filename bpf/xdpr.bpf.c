@@ -119,7 +119,7 @@ int xdpr_nat_gc(struct xdp_md *ctx)
 	s.now = bpf_ktime_get_coarse_ns();
 	s.op = cmd->op;
 	s.rule = cmd->rule;
-	nat_gc_all(&s);
+	nat_gc_all(&s, 0xffffffff);
 	cmd->deleted = s.deleted;
 	cmd->seen = s.seen;
 	cmd->binds_freed = s.binds_freed;

@@ -89,6 +89,8 @@ enum xdpr_reason {
 	XDPR_DROP_NAT_ICMP_LIMIT,  /* an ICMP error XDP would send, over its rate  */
 	XDPR_DROP_NAT_BUSY,      /* another CPU held the endpoint or session being
 	                            created for too long (bounded wait)           */
+	XDPR_DROP_NAT_RESIZING,  /* a new session while the NAT tables are copied
+	                            to their new size (`nat limit sessions`)      */
 
 	/* answered in XDP (XDP_TX): ICMP errors about packets to a NAT binding,
 	   quoting the packet as it arrived (outside addresses only) */
@@ -160,8 +162,16 @@ static inline int xdpr_reason_verdict(int reason)
 /* ---- source NAT (IPv4) ---- */
 
 #define XDPR_NAT_MAX_RULES 64      /* rule ids 1..63; 0 is "no rule"          */
-#define XDPR_NAT_MAX_SESS  65536   /* sessions; two xdpr_nat_ct entries each  */
-#define XDPR_NAT_RING      XDPR_NAT_MAX_SESS
+/*
+ * Sessions the NAT tables hold, set at run time (`xdpr nat limit sessions`,
+ * xdpr_cfg.nat_sess): two xdpr_nat_ct entries each; as many bindings,
+ * mappings, host entries and ring slots.  The tables are inner maps of
+ * two-slot outer maps (the live one is xdpr_cfg.nat_slot), so a new size is
+ * a new set of tables filled aside and switched in.
+ */
+#define XDPR_NAT_DEF_SESS  65536
+#define XDPR_NAT_MIN_SESS  1024
+#define XDPR_NAT_MAX_SESS  16777216
 
 enum xdpr_nat_rule_flags {
 	XDPR_NAT_MASQ = 1 << 0, /* outside address = the egress interface's own      */
@@ -207,7 +217,11 @@ struct xdpr_cfg {
 	__u32 rt_slot;          /* live route table: xdpr_rtdir/xdpr_rtrec slot 0 or 1 */
 	__u32 flt_slot;         /* live filter: slot 0 or 1 of the xdpr_flt_* maps */
 	__u32 flt_gen;          /* bumped after flow states are deleted: the per-CPU copies lapse */
-	__u32 pad[5];
+	__u32 nat_slot;         /* live NAT tables: slot 0 or 1 of xdpr_nat_ct, _bind, _eim, _hosts, _ring */
+	__u32 nat_sess;         /* sessions they hold (the ring's length) */
+	__u64 nat_frozen_until; /* ns (CLOCK_MONOTONIC): till then the NAT tables are being copied,
+	                           no session is created or deleted (drop_nat_resizing); a copy
+	                           that dies leaves a freeze that ends by itself */
 };
 
 #define XDPR_DEF_TCP_EST   7440
@@ -329,6 +343,7 @@ enum xdpr_nat_event {
 	XDPR_NE_SWEEPS,         /* whole-table sweeps run by the fast path under pressure */
 	XDPR_NE_BUSY,           /* another CPU held the endpoint or key too long: dropped */
 	XDPR_NE_PROBES,         /* ports looked at by searches that found none (<= 64 a packet) */
+	XDPR_NE_RESIZING,       /* sessions not created: the tables were being resized */
 	XDPR_NE_MAX
 };
 

@@ -21,7 +21,7 @@ static void nat_usage(void)
 		"       xdpr nat flush [sessions]\n"
 		"       xdpr nat gc\n"
 		"       xdpr nat timeout [tcp-est SECS] [tcp-trans SECS] [udp SECS] [icmp SECS] [holddown SECS]\n"
-		"       xdpr nat limit [host N]\n");
+		"       xdpr nat limit [host N] [sessions N]\n");
 }
 
 #define USAGE(...) (snprintf(err, len, __VA_ARGS__), EXIT_USAGE)
@@ -268,6 +268,26 @@ int print_nat_rules(struct xdpr *x, bool counters_only)
 	return 0;
 }
 
+/* The tables' size and memory: "memory" in -j, a line of text. */
+static int print_nat_mem(struct xdpr *x)
+{
+	struct xdpr_nat_mem m;
+
+	if (xdpr_nat_mem(x, &m))
+		return -1;
+	out_obj_open("memory");
+	out_u64("sessions", "session table: %llu sessions", m.sessions);
+	out_u64("session_halves", " (%llu halves in use)", m.entries);
+	out_u64("in_use", NULL, m.in_use);
+	out_u64("fixed", NULL, m.fixed);
+	out_u64("full", NULL, m.full);
+	out_text(", %.1f MiB in use, up to %.1f MiB when full", m.in_use / 1048576.0, m.full / 1048576.0);
+	out_bool("frozen", NULL, m.frozen);
+	out_text("%s\n", m.frozen ? " (being resized)" : "");
+	out_obj_close();
+	return 0;
+}
+
 static int nat_show(int argc, char **argv)
 {
 	static struct xdpr x;
@@ -279,6 +299,11 @@ static int nat_show(int argc, char **argv)
 	}
 	if ((ret = open_router(&x, 0)))
 		return ret;
+	if (!out_is_json() && print_nat_mem(&x)) {
+		ret = fail(EXIT_FAIL, "%s", x.err);
+		xdpr_close(&x);
+		return ret;
+	}
 	if (print_nat_rules(&x, false)) {
 		ret = fail(EXIT_FAIL, "%s", x.err);
 		xdpr_close(&x);
@@ -453,6 +478,7 @@ static const struct {
 	{ "timeout", "icmp",      offsetof(struct xdpr_cfg, icmp),      1, 7 * 86400 },
 	{ "timeout", "holddown",  offsetof(struct xdpr_cfg, holddown),  0, 86400 },
 	{ "limit",   "host",      offsetof(struct xdpr_cfg, host_limit), 1, XDPR_NAT_MAX_SESS },
+	{ "limit",   "sessions",  offsetof(struct xdpr_cfg, nat_sess), XDPR_NAT_MIN_SESS, XDPR_NAT_MAX_SESS },
 };
 
 int parse_knobs(const char *cmd, int argc, char **argv, struct xdpr_cfg *c, char *err, size_t len)
@@ -481,6 +507,8 @@ static int nat_knobs(const char *cmd, int argc, char **argv)
 {
 	static struct xdpr x;
 	struct xdpr_cfg c, want = {};
+	struct xdpr_nat_resize rs;
+	bool resized = false;
 	char err[256];
 	int ret;
 
@@ -498,6 +526,15 @@ static int nat_knobs(const char *cmd, int argc, char **argv)
 		ret = fail(EXIT_USAGE, "%s", err);
 		goto done;
 	}
+	if (want.nat_sess != c.nat_sess) {
+		/* new tables: they rewrite the configuration, the other words go on top */
+		if (xdpr_nat_resize(&x, want.nat_sess, &rs))
+			goto out;
+		resized = true;
+		if (xdpr_cfg_get(&x, &want))
+			goto out;
+		parse_knobs(cmd, argc, argv, &want, err, sizeof(err));
+	}
 	if (argc && xdpr_cfg_set(&x, &want))
 		goto out;
 	out_obj_open(NULL);
@@ -506,6 +543,17 @@ static int nat_knobs(const char *cmd, int argc, char **argv)
 			continue;
 		out_text("%-10s", knobs[k].word);
 		out_u64(knobs[k].word, " %llu\n", *(__u32 *)((char *)&want + knobs[k].off));
+	}
+	if (!strcmp(cmd, "limit") && print_nat_mem(&x))
+		goto out;
+	if (resized) {
+		out_obj_open("resized");
+		out_u64("from", "resized    from %llu", rs.old_sessions);
+		out_u64("to", " to %llu sessions", rs.sessions);
+		out_u64("sessions_moved", ", %llu sessions moved", rs.copied[XDPR_NT_CT] / 2);
+		out_u64("bindings_moved", ", %llu bindings", rs.copied[XDPR_NT_BIND]);
+		out_u64("frozen_ms", "; new sessions waited %llu ms\n", rs.frozen_ns / 1000000);
+		out_obj_close();
 	}
 	out_obj_close();
 	out_flush_doc();

@@ -402,7 +402,10 @@ struct map_proto {
 	__u32 key, value, max, flags;
 	const char *name;
 };
-static struct map_proto rt_proto[XDPR_RT_MAPS], flt_proto[XDPR_FI_MAPS];
+static struct map_proto rt_proto[XDPR_RT_MAPS], flt_proto[XDPR_FI_MAPS], nat_proto[XDPR_NT_MAPS];
+
+/* The NAT outer maps, by enum xdpr_nat_tab. */
+const int xdpr_nat_outer[XDPR_NT_MAPS] = { XM_CT, XM_BIND, XM_EIM, XM_HOSTS, XM_RING };
 
 static void set_proto(struct map_proto *p, const struct bpf_map *in, const char *name)
 {
@@ -419,14 +422,19 @@ static int proto_create(const struct map_proto *p, __u32 entries)
 	return fd < 0 ? -errno : fd;
 }
 
-/* A map like the inner map definition of outer map m. */
-static int create_like(struct bpf_map *m)
+/*
+ * A map like the inner map definition of outer map m, for its slot: a NAT
+ * table's idle slot gets a one-entry table (it is replaced whole when used).
+ */
+static int create_like(struct bpf_map *m, __u32 slot)
 {
+	const char *name = bpf_map__name(m);
+	bool nat = !strncmp(name, "xdpr_nat_", 9);
 	struct map_proto p;
 
 	set_proto(&p, bpf_map__inner_map(m),
-		  strncmp(bpf_map__name(m), "xdpr_flt", 8) ? "xdpr_rt_inner" : "xdpr_flt_inner");
-	return proto_create(&p, 0);
+		  nat ? "xdpr_nat_tab" : strncmp(name, "xdpr_flt", 8) ? "xdpr_rt_inner" : "xdpr_flt_inner");
+	return proto_create(&p, nat && slot ? 1 : 0);
 }
 
 /* The route table and filter inner map definitions of an opened (not loaded) skeleton. */
@@ -444,6 +452,11 @@ static void set_protos(struct xdpr_bpf *skel)
 	set_proto(&flt_proto[XDPR_FI_LPM4], bpf_map__inner_map(skel->maps.xdpr_flt_lpm4), flt);
 	set_proto(&flt_proto[XDPR_FI_LPM6], bpf_map__inner_map(skel->maps.xdpr_flt_lpm6), flt);
 	set_proto(&flt_proto[XDPR_FI_IF], bpf_map__inner_map(skel->maps.xdpr_flt_if), flt);
+	set_proto(&nat_proto[XDPR_NT_CT], bpf_map__inner_map(skel->maps.xdpr_nat_ct), "xdpr_nat_tab");
+	set_proto(&nat_proto[XDPR_NT_BIND], bpf_map__inner_map(skel->maps.xdpr_nat_bind), "xdpr_nat_tab");
+	set_proto(&nat_proto[XDPR_NT_EIM], bpf_map__inner_map(skel->maps.xdpr_nat_eim), "xdpr_nat_tab");
+	set_proto(&nat_proto[XDPR_NT_HOSTS], bpf_map__inner_map(skel->maps.xdpr_nat_hosts), "xdpr_nat_tab");
+	set_proto(&nat_proto[XDPR_NT_RING], bpf_map__inner_map(skel->maps.xdpr_nat_ring), "xdpr_nat_tab");
 }
 
 /* The inner map prototypes, read from the BPF object once. */
@@ -500,6 +513,53 @@ int xdpr_flt_new_map(struct xdpr *x, int which, __u32 entries)
 	if (fd < 0)
 		seterr(x, "cannot create a filter map of %u entries: %s", entries ? entries : p->max,
 		       strerror(-fd));
+	return fd;
+}
+
+int xdpr_nat_protos(struct xdpr *x)
+{
+	return need_protos(x);
+}
+
+/* A NAT table's entries for a table of that many sessions (xdpr_nat_tab). */
+__u32 xdpr_nat_entries(int which, __u32 sessions)
+{
+	return which == XDPR_NT_CT ? 2 * sessions : sessions;
+}
+
+/* A new NAT table (enum xdpr_nat_tab) for that many sessions; fd or -errno. */
+int xdpr_nat_new_map(struct xdpr *x, int which, __u32 sessions)
+{
+	int fd = need_protos(x);
+
+	if (fd)
+		return fd;
+	fd = proto_create(&nat_proto[which], xdpr_nat_entries(which, sessions));
+	if (fd < 0)
+		seterr(x, "cannot create a NAT table for %u sessions: %s", sessions, strerror(-fd));
+	return fd;
+}
+
+/* The shape of a NAT table: key and value sizes, type. */
+void xdpr_nat_shape(int which, __u32 *key, __u32 *value, bool *hash)
+{
+	*key = nat_proto[which].key;
+	*value = nat_proto[which].value;
+	*hash = nat_proto[which].type == BPF_MAP_TYPE_HASH;
+}
+
+/* The NAT table (enum xdpr_nat_tab) in slot of its outer map: a new fd, or -errno. */
+int xdpr_nat_tab_fd(struct xdpr *x, int which, __u32 slot)
+{
+	__u32 id;
+	int fd;
+
+	if (bpf_map_lookup_elem(x->fd[xdpr_nat_outer[which]], &slot, &id) ||
+	    (fd = bpf_map_get_fd_by_id(id)) < 0) {
+		seterr(x, "cannot open the NAT table %s[%u]: %s", map_names[xdpr_nat_outer[which]], slot,
+		       strerror(errno));
+		return -errno;
+	}
 	return fd;
 }
 
@@ -561,7 +621,7 @@ int xdpr_create_maps(struct xdpr *x)
 		if (i < 0)
 			continue; /* per-instance (internal) map */
 		if (inner) {
-			tfd = create_like(m);
+			tfd = create_like(m, 0);
 			if (tfd < 0) {
 				err = tfd;
 				seterr(x, "cannot create the inner map of %s: %s", bpf_map__name(m),
@@ -582,7 +642,7 @@ int xdpr_create_maps(struct xdpr *x)
 		x->fd[i] = fd;
 		/* every slot of an array of maps holds a (so far empty) map from the start */
 		for (__u32 k = 0; inner && !err && k < bpf_map__max_entries(m); k++) {
-			int ifd = create_like(m);
+			int ifd = create_like(m, k);
 
 			if (ifd < 0 || bpf_map_update_elem(fd, &k, &ifd, BPF_ANY))
 				err = ifd < 0 ? ifd : -errno;

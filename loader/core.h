@@ -96,6 +96,13 @@ int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32
  * bytes.  0, or -errno with x->err ("cannot open WHAT: ..." / "cannot read
  * WHAT: ...").
  */
+/* NAT tables (enum xdpr_nat_tab): sizes, new ones, the live ones (loader/nat_tab.c). */
+extern const int xdpr_nat_outer[XDPR_NT_MAPS];
+int xdpr_nat_protos(struct xdpr *x);
+__u32 xdpr_nat_entries(int which, __u32 sessions);
+int xdpr_nat_new_map(struct xdpr *x, int which, __u32 sessions);
+void xdpr_nat_shape(int which, __u32 *key, __u32 *value, bool *hash);
+int xdpr_nat_tab_fd(struct xdpr *x, int which, __u32 slot);
 int xdpr_inner_copy(struct xdpr *x, int outer, __u32 slot, const char *what, void **out,
 		    struct bpf_map_info *info);
 

@@ -113,6 +113,9 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex);
 /* Internal to the library and its tests (the rest of the internals: core.h). */
 /* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */
 enum { XDPR_RT_DIR, XDPR_RT_REC, XDPR_RT_NH, XDPR_RT_MAPS };
+
+/* The NAT tables, each an inner map of a two-slot outer map (xdpr_cfg.nat_slot). */
+enum xdpr_nat_tab { XDPR_NT_CT, XDPR_NT_BIND, XDPR_NT_EIM, XDPR_NT_HOSTS, XDPR_NT_RING, XDPR_NT_MAPS };
 /* A route with its prefix as the library handles it (the maps hold it compacted). */
 struct xdpr_rtrec {
 	struct xdpr_route r;
@@ -187,6 +190,27 @@ int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res);
 int xdpr_nat_gc(struct xdpr *x, __u32 op, __u32 rule, struct xdpr_gc_cmd *res);
 /* Live sessions (expired ones awaiting a sweep are skipped). */
 int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, void *), void *arg);
+
+/* The NAT tables' size and memory (loader/nat_tab.c). */
+struct xdpr_nat_mem {
+	__u32 sessions;     /* the size: sessions the tables hold */
+	__u64 entries;      /* session halves in the table now (the kernel's count) */
+	__u64 in_use;       /* bytes, the kernel's count for the live tables */
+	__u64 fixed;        /* bytes taken however empty (buckets, ring) */
+	__u64 full;         /* bytes when every table is full */
+	bool frozen;        /* a resize is copying them (or died within the last 10 s) */
+};
+int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m);
+/* Bytes the tables for that many sessions take when full (*fixed: when empty). */
+__u64 xdpr_nat_bytes(struct xdpr *x, __u32 sessions, __u64 *fixed);
+
+struct xdpr_nat_resize {
+	__u32 old_sessions, sessions;
+	__u64 copied[5];    /* entries per table (enum xdpr_nat_tab; the ring is not counted) */
+	__u64 frozen_ns;    /* how long new sessions waited */
+};
+/* New tables for that many sessions, every entry moved, live (see nat_tab.c). */
+int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res);
 __u64 xdpr_nat_timeout_ns(const struct xdpr_cfg *c, __u8 proto, __u8 state);
 /* accept_local on an interface NAT-ed traffic may arrive on (see nat.c). */
 int xdpr_nat_prepare_dev(struct xdpr *x, const char *dev);

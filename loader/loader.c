@@ -67,6 +67,7 @@ static int init_cfg(struct xdpr *x)
 	struct xdpr_cfg c = {
 		.tcp_est = XDPR_DEF_TCP_EST, .tcp_trans = XDPR_DEF_TCP_TRANS, .udp = XDPR_DEF_UDP,
 		.icmp = XDPR_DEF_ICMP, .holddown = XDPR_DEF_HOLDDOWN, .host_limit = XDPR_DEF_HOST_LIMIT,
+		.nat_sess = XDPR_NAT_DEF_SESS,
 	};
 	__u32 zero = 0;
 	__s32 probe[16] = { -1 };

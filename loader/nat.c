@@ -66,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
@@ -1074,7 +1075,7 @@ static int dump_hash(struct xdpr *x, int fd, const char *what, struct hash_dump 
 	}
 	for (;;) {
 		if (grow || cap - d->n < 1024) {
-			size_t ncap = cap ? cap * 2 : info.max_entries + 1024;
+			size_t ncap = cap ? cap * 2 : (info.max_entries < 65536 ? info.max_entries : 65536) + 1024;
 			void *k = realloc(d->keys, ncap * info.key_size), *v;
 
 			if (k)
@@ -1140,13 +1141,18 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 	struct hash_dump d;
 	struct xdpr_cfg c;
 	__u64 now = mono_ns();
-	int err;
+	int err, ct = -1;
 
 	err = xdpr_cfg_get(x, &c);
+	if (!err && (ct = xdpr_nat_tab_fd(x, XDPR_NT_CT, c.nat_slot & 1)) < 0)
+		err = ct;
 	if (!err)
-		err = dump_hash(x, x->fd[XM_CT], "the session table", &d);
-	if (err)
+		err = dump_hash(x, ct, "the session table", &d);
+	if (err) {
+		if (ct >= 0)
+			close(ct);
 		return err;
+	}
 	for (size_t i = 0; i < d.n && !err; i++) {
 		const struct xdpr_ct_key *k = (const struct xdpr_ct_key *)d.keys + i;
 		struct xdpr_session s = {};
@@ -1159,7 +1165,7 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 		s.out = ((const struct xdpr_ct_val *)d.vals)[i];
 		ik = (struct xdpr_ct_key){ .saddr = k->daddr, .daddr = s.out.xaddr, .sport = k->dport,
 					   .dport = s.out.xport, .proto = k->proto, .dir = XDPR_CT_IN };
-		s.has_in = !bpf_map_lookup_elem(x->fd[XM_CT], &ik, &s.in);
+		s.has_in = !bpf_map_lookup_elem(ct, &ik, &s.in);
 		s.state = s.out.state | (s.has_in ? s.in.state : 0);
 		last = s.out.last_seen;
 		if (s.has_in && s.in.last_seen > last)
@@ -1170,6 +1176,7 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 			continue; /* expired, waiting for a sweep: not a live session */
 		err = cb(&s, arg);
 	}
+	close(ct);
 	free(d.keys);
 	free(d.vals);
 	return err;
@@ -1214,8 +1221,13 @@ int xdpr_nat_held(struct xdpr *x, struct xdpr_held **out)
 		owner[id] = committed(s->st[id]) ? id : s->st[id] == SL_RETIRED ? successor(s, id) : 0;
 	free(s);
 	err = xdpr_cfg_get(x, &c);
-	if (!err)
-		err = dump_hash(x, x->fd[XM_BIND], "the binding table", &d);
+	if (!err) {
+		int fd = xdpr_nat_tab_fd(x, XDPR_NT_BIND, c.nat_slot & 1);
+
+		err = fd < 0 ? fd : dump_hash(x, fd, "the binding table", &d);
+		if (fd >= 0)
+			close(fd);
+	}
 	if (err)
 		return err;
 	one = calloc(d.n + 1, sizeof(*one));

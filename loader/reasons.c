@@ -44,6 +44,7 @@ static const struct {
 	[XDPR_DROP_NAT_IN_NO_ROUTE]  = { "drop_nat_in_no_route", "NAT: reply for an inside host with no route" },
 	[XDPR_DROP_NAT_ICMP_LIMIT]   = { "drop_nat_icmp_limit", "NAT: ICMP error from XDP over its rate limit" },
 	[XDPR_DROP_NAT_BUSY]         = { "drop_nat_busy",    "NAT: another CPU held the mapping being created too long" },
+	[XDPR_DROP_NAT_RESIZING]     = { "drop_nat_resizing", "NAT: new session while the tables were copied to a new size" },
 	[XDPR_TX_ICMP_FRAG]          = { "tx_icmp_frag",     "NAT: fragmentation needed sent back from XDP (PMTUD to an inside host)" },
 	[XDPR_TX_ICMP_TTL]           = { "tx_icmp_ttl",      "NAT: time exceeded sent back from XDP (packet to an inside host)" },
 	[XDPR_DROP_FILTER]           = { "drop_filter",      "filter: a drop rule matched" },
@@ -87,6 +88,7 @@ static const char *const nat_events[XDPR_NE_MAX] = {
 	[XDPR_NE_SWEEPS]         = "sweeps",
 	[XDPR_NE_BUSY]           = "busy",
 	[XDPR_NE_PROBES]         = "failed_probes",
+	[XDPR_NE_RESIZING]       = "resizing",
 };
 
 const char *xdpr_nat_event_name(int e)

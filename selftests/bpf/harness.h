@@ -19,7 +19,51 @@
 #include <errno.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include "xdpr_shared.h"
+
+/*
+ * A program loaded straight from its skeleton has empty NAT outer maps:
+ * give each slot tables of the default size (slot 1 one-entry ones), as
+ * xdpr_create_maps does for a router.  fd: the slot-0 tables, in the order
+ * ct, bind, eim, hosts, ring (enum xdpr_nat_tab).
+ */
+static inline int nat_tabs_init(struct bpf_object *obj, int fd[5])
+{
+	/* libbpf drops the inner definitions once the outer maps exist: the shapes of bpf/maps.h */
+	static const struct { const char *outer; enum bpf_map_type type; __u32 key, value, max, flags; } t[5] = {
+		{ XDPR_MAP_CT, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_ct_key), sizeof(struct xdpr_ct_val),
+		  2 * XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
+		{ XDPR_MAP_BIND, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_bind_key), sizeof(struct xdpr_bind),
+		  XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
+		{ XDPR_MAP_EIM, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_eim_key), sizeof(struct xdpr_eim_val),
+		  XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
+		{ XDPR_MAP_HOSTS, BPF_MAP_TYPE_HASH, sizeof(__be32), sizeof(struct xdpr_host),
+		  XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
+		{ XDPR_MAP_RING, BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(struct xdpr_ct_key),
+		  XDPR_NAT_DEF_SESS, BPF_F_INNER_MAP },
+	};
+
+	for (int i = 0; i < 5; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, t[i].outer);
+
+		if (!m)
+			return -ENOENT;
+		for (__u32 slot = 0; slot < 2; slot++) {
+			LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = t[i].flags);
+			int ifd = bpf_map_create(t[i].type, "xdpr_nat_tab", t[i].key, t[i].value,
+						 slot ? 2 : t[i].max, &o);
+
+			if (ifd < 0 || bpf_map_update_elem(bpf_map__fd(m), &slot, &ifd, BPF_ANY))
+				return -errno;
+			if (slot)
+				close(ifd);
+			else
+				fd[i] = ifd;
+		}
+	}
+	return 0;
+}
 
 static char diag[16384];
 static size_t diag_len;

@@ -169,7 +169,7 @@ static void setup_netns(void)
 
 static struct xdpr_bpf *skel;
 static int prog_fd, gc_fd, stats_fd, ifaces_fd, cfg_fd, rules_fd, nstats_fd;
-static int ct_fd, bind_fd, eim_fd, hosts_fd, ncpus;
+static int ct_fd, bind_fd, eim_fd, hosts_fd, ncpus, tab_fd[5];
 static __u32 cfg_flags;  /* XDPR_CFG_NAT, plus XDPR_CFG_FIB_SRC when the kernel has it */
 static __u32 cur_rule;   /* rule whose NAT events the steps check */
 
@@ -207,6 +207,7 @@ static void cfg_write(__u32 udp, __u32 holddown, __u32 host_limit)
 	struct xdpr_cfg c = {
 		.flags = cfg_flags, .tcp_est = XDPR_DEF_TCP_EST, .tcp_trans = XDPR_DEF_TCP_TRANS,
 		.udp = udp, .icmp = XDPR_DEF_ICMP, .holddown = holddown, .host_limit = host_limit,
+		.nat_sess = XDPR_NAT_DEF_SESS,
 	};
 	__u32 zero = 0;
 
@@ -281,7 +282,7 @@ static int map_clear(int fd, size_t key_size)
 			if (bpf_map_delete_elem(fd, keys + i * key_size) && errno != ENOENT)
 				die("cannot delete a NAT map entry: %s", strerror(errno));
 		total += n;
-		if (total > 8 * XDPR_NAT_MAX_SESS)
+		if (total > 8 * XDPR_NAT_DEF_SESS)
 			die("NAT map does not empty");
 	} while (n);
 	free(keys);
@@ -882,10 +883,12 @@ static int table_init(void)
 	cfg_fd = bpf_map__fd(skel->maps.xdpr_cfg);
 	rules_fd = bpf_map__fd(skel->maps.xdpr_nat_rules);
 	nstats_fd = bpf_map__fd(skel->maps.xdpr_nat_stats);
-	ct_fd = bpf_map__fd(skel->maps.xdpr_nat_ct);
-	bind_fd = bpf_map__fd(skel->maps.xdpr_nat_bind);
-	eim_fd = bpf_map__fd(skel->maps.xdpr_nat_eim);
-	hosts_fd = bpf_map__fd(skel->maps.xdpr_nat_hosts);
+	if (nat_tabs_init(skel->obj, tab_fd))
+		die("cannot give the NAT outer maps their tables: %s", strerror(errno));
+	ct_fd = tab_fd[0];
+	bind_fd = tab_fd[1];
+	eim_fd = tab_fd[2];
+	hosts_fd = tab_fd[3];
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus < 1)
 		die("cannot count CPUs: %s", strerror(-ncpus));

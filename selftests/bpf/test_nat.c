@@ -1040,7 +1040,7 @@ static bool t_icmp_err_in_ffff(void)
  */
 static bool t_table_full(void)
 {
-	const int nflows = XDPR_NAT_MAX_SESS + 512;
+	const int nflows = XDPR_NAT_DEF_SESS + 512;
 	struct xdpr_ctr before[XDPR_REASON_MAX], after[XDPR_REASON_MAX];
 	struct frame f;
 	struct evs e0, e1;
@@ -1064,7 +1064,7 @@ static bool t_table_full(void)
 		if (bpf_prog_test_run_opts(prog_fd, &o))
 			die("BPF_PROG_TEST_RUN: %s", strerror(errno));
 		fwd += o.retval == XDP_REDIRECT;
-		if (first_evict < 0 && i >= XDPR_NAT_MAX_SESS - 256 && i % 16 == 0) {
+		if (first_evict < 0 && i >= XDPR_NAT_DEF_SESS - 256 && i % 16 == 0) {
 			struct evs e;
 
 			read_ev(1, &e);
@@ -1089,7 +1089,7 @@ static bool t_table_full(void)
 	ok &= expect(e1.n[XDPR_NE_TABLE_FULL] == e0.n[XDPR_NE_TABLE_FULL],
 		     "table_full +%llu: a flow was dropped",
 		     (unsigned long long)(e1.n[XDPR_NE_TABLE_FULL] - e0.n[XDPR_NE_TABLE_FULL]));
-	ok &= expect(ct <= 2 * XDPR_NAT_MAX_SESS && ct % 2 == 0, "%d ct entries", ct);
+	ok &= expect(ct <= 2 * XDPR_NAT_DEF_SESS && ct % 2 == 0, "%d ct entries", ct);
 	ok &= expect(host_nsess(IN2) * 2 == (__u32)ct, "host count %u for %d ct entries",
 		     host_nsess(IN2), ct);
 	fresh();

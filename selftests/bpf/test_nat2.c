@@ -124,7 +124,7 @@ static void fresh_all(void)
 	fresh();
 	if (bpf_map_lookup_elem(ringhd_fd, &zero, &hd))
 		die("cannot read xdpr_nat_ringhd: %s", strerror(errno));
-	for (__u32 i = 0; i < (hd < XDPR_NAT_RING ? hd : XDPR_NAT_RING); i++)
+	for (__u32 i = 0; i < (hd < XDPR_NAT_DEF_SESS ? hd : XDPR_NAT_DEF_SESS); i++)
 		if (bpf_map_update_elem(ring_fd, &i, &z, BPF_ANY))
 			die("cannot clear xdpr_nat_ring[%u]: %s", i, strerror(errno));
 	hd = 0;
@@ -798,7 +798,7 @@ static bool t_hosts_100k(void)
 	}
 	ok &= expect(fwd == waves * per, "%d of %d flows not forwarded", waves * per - fwd,
 		     waves * per);
-	ok &= expect(max_hosts <= XDPR_NAT_MAX_SESS, "%d host entries", max_hosts);
+	ok &= expect(max_hosts <= XDPR_NAT_DEF_SESS, "%d host entries", max_hosts);
 	if (gc(XDPR_GC_EXPIRED, &res))
 		die("cannot run xdpr_nat_gc: %s", strerror(errno));
 	ok &= expect(map_count(hosts_fd) == 0, "%d host entries left after the last expiry and a gc",
@@ -893,11 +893,11 @@ static bool t_tcp_reopen(void)
  * default host limit equalled the table and eviction took the idlest
  * session whoever held it, so one host's UDP burst reset another host's
  * idle established TCP connection.  Here A may hold the whole table (host
- * limit 2^30) and opens XDPR_NAT_MAX_SESS + 512 flows.
+ * limit 2^30) and opens XDPR_NAT_DEF_SESS + 512 flows.
  */
 static bool t_evict_greedy(void)
 {
-	const int nflows = XDPR_NAT_MAX_SESS + 512;
+	const int nflows = XDPR_NAT_DEF_SESS + 512;
 	struct xdpr_ctr before[XDPR_REASON_MAX], after[XDPR_REASON_MAX];
 	struct evs e0, e1;
 	struct frame f;
@@ -948,13 +948,13 @@ static bool t_evict_greedy(void)
 		     (unsigned long long)created, nflows);
 	ok &= expect(evicted > 0, "nothing evicted: the table never filled");
 	/* conservation: what A created and lost is what it holds, and it holds the rest of the table */
-	ok &= expect(host_nsess(IN2) == XDPR_NAT_MAX_SESS - 1 &&
-		     created - evicted == XDPR_NAT_MAX_SESS - 1,
+	ok &= expect(host_nsess(IN2) == XDPR_NAT_DEF_SESS - 1 &&
+		     created - evicted == XDPR_NAT_DEF_SESS - 1,
 		     "A holds %u sessions, created %llu, evicted %llu: expected %d held",
 		     host_nsess(IN2), (unsigned long long)created, (unsigned long long)evicted,
-		     XDPR_NAT_MAX_SESS - 1);
-	ok &= expect(ct == 2 * XDPR_NAT_MAX_SESS, "%d ct entries, expected %d", ct,
-		     2 * XDPR_NAT_MAX_SESS);
+		     XDPR_NAT_DEF_SESS - 1);
+	ok &= expect(ct == 2 * XDPR_NAT_DEF_SESS, "%d ct entries, expected %d", ct,
+		     2 * XDPR_NAT_DEF_SESS);
 	/* one binding for all of A's flows: 10.0.1.2:5000, the port kept */
 	ok &= ev_delta("A's flows", &e0, &e1, EV([XDPR_NE_XLATE_OUT] = nflows,
 		       [XDPR_NE_SESS_NEW] = nflows, [XDPR_NE_SESS_EVICTED] = evicted, KEPT));
@@ -1335,7 +1335,7 @@ int main(void)
 		die("cannot stay on CPU 0: %s", strerror(errno));
 	probe = table_init();
 	tx_fd = bpf_map__fd(skel->maps.xdpr_tx_ports);
-	ring_fd = bpf_map__fd(skel->maps.xdpr_nat_ring);
+	ring_fd = tab_fd[4];
 	ringhd_fd = bpf_map__fd(skel->maps.xdpr_nat_ringhd);
 	cursor_fd = bpf_map__fd(skel->maps.xdpr_nat_cursor);
 	sweep_fd = bpf_map__fd(skel->maps.xdpr_nat_sweep);

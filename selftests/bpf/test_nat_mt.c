@@ -158,7 +158,7 @@ static void setup_netns(void)
 
 static struct xdpr_bpf *skel;
 static int prog_fd, gc_fd, stats_fd, ifaces_fd, cfg_fd, rules_fd, nstats_fd;
-static int ct_fd, bind_fd, eim_fd, hosts_fd, ring_fd, ringhd_fd, ncpus;
+static int ct_fd, bind_fd, eim_fd, hosts_fd, ring_fd, ringhd_fd, ncpus, tab_fd[5];
 static size_t ring_vsz;
 static __u32 cfg_flags;
 static __u32 cfg_udp = XDPR_DEF_UDP; /* the UDP timeout last written */
@@ -222,6 +222,7 @@ static void cfg_write(__u32 udp, __u32 holddown, __u32 host_limit)
 	struct xdpr_cfg c = {
 		.flags = cfg_flags, .tcp_est = XDPR_DEF_TCP_EST, .tcp_trans = XDPR_DEF_TCP_TRANS,
 		.udp = udp, .icmp = XDPR_DEF_ICMP, .holddown = holddown, .host_limit = host_limit,
+		.nat_sess = XDPR_NAT_DEF_SESS,
 	};
 	__u32 zero = 0;
 
@@ -266,7 +267,7 @@ static size_t map_keys(int fd, size_t ksz, __u8 **out)
 			if (!keys)
 				die("out of memory");
 		}
-		if (n > 4 * (size_t)XDPR_NAT_MAX_SESS)
+		if (n > 4 * (size_t)XDPR_NAT_DEF_SESS)
 			die("a NAT map walk does not end");
 	}
 	*out = keys;
@@ -305,7 +306,7 @@ static void map_clear(int fd, size_t ksz)
  */
 static void ring_reset(void)
 {
-	__u32 zero = 0, n = XDPR_NAT_RING;
+	__u32 zero = 0, n = XDPR_NAT_DEF_SESS;
 	__u64 hd = 0;
 	__u8 *z;
 
@@ -314,7 +315,7 @@ static void ring_reset(void)
 	if (ringhd_fd >= 0) {
 		if (bpf_map_lookup_elem(ringhd_fd, &zero, &hd))
 			die("cannot read xdpr_nat_ringhd: %s", strerror(errno));
-		n = hd < XDPR_NAT_RING ? hd : XDPR_NAT_RING;
+		n = hd < XDPR_NAT_DEF_SESS ? hd : XDPR_NAT_DEF_SESS;
 	}
 	z = calloc(1, ring_vsz);
 	if (!z)
@@ -1760,50 +1761,77 @@ static bool map_shared(enum bpf_map_type t)
 	       t != BPF_MAP_TYPE_RINGBUF && t != BPF_MAP_TYPE_PERF_EVENT_ARRAY;
 }
 
+/* Every entry of the map at fd into a new dump named name. */
+static void image_add(struct mimage *im, const char *name, int fd, __u32 ksz, __u32 vsz)
+{
+	__u8 *k, *next, *prev = NULL;
+	struct mdump *d;
+	size_t cap = 0;
+
+	if (im->n == (int)(sizeof(im->m) / sizeof(im->m[0])))
+		die("more shared maps than the image holds");
+	d = &im->m[im->n++];
+	d->name = name;
+	d->ksz = ksz;
+	d->vsz = vsz;
+	k = malloc(d->ksz);
+	next = malloc(d->ksz);
+	if (!k || !next)
+		die("out of memory");
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		if ((d->n + 1) * (size_t)(d->ksz + d->vsz) > cap) {
+			cap = cap ? 2 * cap : 64 * (size_t)(d->ksz + d->vsz);
+			d->kv = realloc(d->kv, cap);
+			if (!d->kv)
+				die("out of memory");
+		}
+		__u8 *rec = d->kv + d->n * (size_t)(d->ksz + d->vsz);
+
+		memcpy(rec, next, d->ksz);
+		if (bpf_map_lookup_elem(fd, next, rec + d->ksz)) {
+			memcpy(k, next, d->ksz);
+			prev = k;
+			continue; /* gone between the two calls */
+		}
+		d->n++;
+		memcpy(k, next, d->ksz);
+		prev = k;
+	}
+	free(k);
+	free(next);
+}
+
+/*
+ * Every shared map, and of every array of maps the map in each slot (under
+ * the outer map's name: the NAT tables, the route table, the filter).
+ */
 static void image_take(struct mimage *im)
 {
 	struct bpf_map *m;
 
 	memset(im, 0, sizeof(*im));
 	bpf_object__for_each_map(m, skel->obj) {
-		struct mdump *d;
-		__u8 *k, *next, *prev = NULL;
 		int fd = bpf_map__fd(m);
-		size_t cap = 0;
 
 		if (!map_shared(bpf_map__type(m)) || fd < 0 || (bpf_map__map_flags(m) & BPF_F_RDONLY_PROG))
 			continue;
-		if (im->n == (int)(sizeof(im->m) / sizeof(im->m[0])))
-			die("more shared maps than the image holds");
-		d = &im->m[im->n++];
-		d->name = bpf_map__name(m);
-		d->ksz = bpf_map__key_size(m);
-		d->vsz = bpf_map__value_size(m);
-		k = malloc(d->ksz);
-		next = malloc(d->ksz);
-		if (!k || !next)
-			die("out of memory");
-		while (!bpf_map_get_next_key(fd, prev, next)) {
-			if ((d->n + 1) * (size_t)(d->ksz + d->vsz) > cap) {
-				cap = cap ? 2 * cap : 64 * (size_t)(d->ksz + d->vsz);
-				d->kv = realloc(d->kv, cap);
-				if (!d->kv)
-					die("out of memory");
-			}
-			__u8 *rec = d->kv + d->n * (size_t)(d->ksz + d->vsz);
-
-			memcpy(rec, next, d->ksz);
-			if (bpf_map_lookup_elem(fd, next, rec + d->ksz)) {
-				memcpy(k, next, d->ksz);
-				prev = k;
-				continue; /* gone between the two calls */
-			}
-			d->n++;
-			memcpy(k, next, d->ksz);
-			prev = k;
+		if (bpf_map__type(m) != BPF_MAP_TYPE_ARRAY_OF_MAPS) {
+			image_add(im, bpf_map__name(m), fd, bpf_map__key_size(m), bpf_map__value_size(m));
+			continue;
 		}
-		free(k);
-		free(next);
+		for (__u32 slot = 0; slot < bpf_map__max_entries(m); slot++) {
+			struct bpf_map_info info = {};
+			__u32 id, len = sizeof(info);
+			int ifd;
+
+			if (bpf_map_lookup_elem(fd, &slot, &id))
+				continue; /* an empty slot */
+			ifd = bpf_map_get_fd_by_id(id);
+			if (ifd < 0 || bpf_obj_get_info_by_fd(ifd, &info, &len))
+				die("cannot open %s[%u]: %s", bpf_map__name(m), slot, strerror(errno));
+			image_add(im, bpf_map__name(m), ifd, info.key_size, info.value_size);
+			close(ifd);
+		}
 	}
 }
 
@@ -2074,17 +2102,14 @@ int main(void)
 	cfg_fd = map_fd(XDPR_MAP_CFG, 4, sizeof(struct xdpr_cfg));
 	rules_fd = map_fd(XDPR_MAP_RULES, 4, sizeof(struct xdpr_nat_rule));
 	nstats_fd = map_fd(XDPR_MAP_NSTATS, 4, 8);
-	ct_fd = map_fd(XDPR_MAP_CT, sizeof(struct xdpr_ct_key), sizeof(struct xdpr_ct_val));
-	bind_fd = map_fd(XDPR_MAP_BIND, sizeof(struct xdpr_bind_key), sizeof(struct xdpr_bind));
-	eim_fd = map_fd(XDPR_MAP_EIM, sizeof(struct xdpr_eim_key), sizeof(struct xdpr_eim_val));
-	hosts_fd = map_fd(XDPR_MAP_HOSTS, 4, sizeof(struct xdpr_host));
-	if (bpf_object__find_map_by_name(skel->obj, XDPR_MAP_RING)) {
-		ring_fd = map_fd(XDPR_MAP_RING, 4, 0);
-		ring_vsz = bpf_map__value_size(bpf_object__find_map_by_name(skel->obj,
-									    XDPR_MAP_RING));
-	} else {
-		ring_fd = -1;
-	}
+	if (nat_tabs_init(skel->obj, tab_fd))
+		die("cannot give the NAT outer maps their tables: %s", strerror(errno));
+	ct_fd = tab_fd[0];
+	bind_fd = tab_fd[1];
+	eim_fd = tab_fd[2];
+	hosts_fd = tab_fd[3];
+	ring_fd = tab_fd[4];
+	ring_vsz = sizeof(struct xdpr_ct_key);
 	ringhd_fd = bpf_object__find_map_by_name(skel->obj, "xdpr_nat_ringhd") ?
 		    map_fd("xdpr_nat_ringhd", 4, 8) : -1;
 	ncpus = libbpf_num_possible_cpus();

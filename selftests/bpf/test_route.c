@@ -369,7 +369,8 @@ static void cfg_set(__u32 flags, __u32 slot)
 	struct xdpr_cfg c = { .flags = flags, .tcp_est = XDPR_DEF_TCP_EST,
 			      .tcp_trans = XDPR_DEF_TCP_TRANS, .udp = XDPR_DEF_UDP,
 			      .icmp = XDPR_DEF_ICMP, .holddown = XDPR_DEF_HOLDDOWN,
-			      .host_limit = XDPR_DEF_HOST_LIMIT, .rt_slot = slot };
+			      .host_limit = XDPR_DEF_HOST_LIMIT, .rt_slot = slot,
+			      .nat_sess = XDPR_NAT_DEF_SESS };
 	__u32 zero = 0;
 
 	if (bpf_map_update_elem(cfg_fd, &zero, &c, BPF_ANY))

@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nat_tab.c - the size of the NAT tables (`xdpr nat limit sessions N`):
+ * the memory they take, by the kernel's own count, and may take when full;
+ * and a change of size, live.
+ *
+ * The tables (sessions, bindings, mappings, hosts, ring) are inner maps of
+ * two-slot outer maps; xdpr_cfg.nat_slot names the live slot.  A new size:
+ *   1. new tables of that size are created (refused first if the machine,
+ *      or the memory cgroup of the caller, could not hold them full);
+ *   2. the live tables are frozen: xdpr_cfg.nat_frozen_until, a deadline
+ *      the packet path honours on every creation and deletion (new flows
+ *      drop as drop_nat_resizing, established ones go on translating), and
+ *      every program run that may not have seen it is waited for;
+ *   3. every entry is copied (the deadline is pushed on while copying);
+ *   4. the new tables go into the idle slots and one xdpr_cfg update makes
+ *      them live; once no run can hold the old slot the freeze is lifted and
+ *      the old slot gets one-entry tables, so the kernel frees the old ones.
+ * A command killed at any step leaves the old tables live or the new ones,
+ * whole, and a freeze that ends by itself at its deadline (10 s at most).
+ * What a frozen table does not record: last-seen refreshes (the copy may
+ * be older by the copy's duration) and FIN/RST bits seen during the copy.
+ *
+ * Test hook: XDPR_CRASH_AT=limit:STEP kills the command (SIGKILL) at STEP:
+ * created (new tables made, nothing frozen), frozen, copied (not
+ * switched), switched (new tables live, still frozen).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "core.h"
+
+#define FREEZE_NS   (10ULL * 1000000000ULL) /* a freeze lasts this long unless pushed on */
+#define COPY_CHUNK  8192
+
+static const __u32 zero_key;
+
+static void crash_point(const char *step)
+{
+	const char *at = getenv("XDPR_CRASH_AT");
+
+	if (at && !strncmp(at, "limit:", 6) && !strcmp(at + 6, step))
+		raise(SIGKILL);
+}
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Every XDP run that may have read xdpr_cfg before now has ended (synchronize_rcu). */
+static bool settle(void)
+{
+	return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0;
+}
+
+/* ------------------------------------------------------------- memory */
+
+/* What the kernel counts for a map (fdinfo "memlock"), 0 if it does not say. */
+static __u64 map_memlock(int fd)
+{
+	char path[64], line[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static __u64 pow2_up(__u64 v)
+{
+	__u64 p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* The kmalloc size class an allocation of n bytes takes. */
+static __u64 slab_size(__u64 n)
+{
+	static const __u64 cls[] = { 8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096 };
+
+	for (size_t i = 0; i < sizeof(cls) / sizeof(cls[0]); i++)
+		if (n <= cls[i])
+			return cls[i];
+	return (n + 4095) & ~4095ULL;
+}
+
+#define R8(n) (((__u64)(n) + 7) & ~7ULL)
+#define HTAB_ELEM 48   /* struct htab_elem before the key (x86-64) */
+#define HTAB_BUCKET 16 /* struct bucket */
+#define LLIST_NODE 8   /* bpf_mem_alloc's header per object */
+
+/* Bytes one entry of a NAT table takes (hash tables allocate per entry, the ring does not). */
+static __u64 entry_bytes(int which)
+{
+	__u32 k, v;
+	bool hash;
+
+	xdpr_nat_shape(which, &k, &v, &hash);
+	return hash ? slab_size(HTAB_ELEM + R8(k) + R8(v) + LLIST_NODE) : 0;
+}
+
+/* Bytes a NAT table takes before it holds anything: buckets, or the whole ring. */
+static __u64 fixed_bytes(int which, __u32 sessions)
+{
+	__u32 k, v, n = xdpr_nat_entries(which, sessions);
+	bool hash;
+
+	xdpr_nat_shape(which, &k, &v, &hash);
+	return hash ? HTAB_BUCKET * pow2_up(n) : (__u64)R8(v) * n;
+}
+
+__u64 xdpr_nat_bytes(struct xdpr *x, __u32 sessions, __u64 *fixed)
+{
+	__u64 f = 0, full = 0;
+
+	if (xdpr_nat_protos(x))
+		return 0;
+	for (int t = 0; t < XDPR_NT_MAPS; t++) {
+		f += fixed_bytes(t, sessions);
+		full += fixed_bytes(t, sessions) + entry_bytes(t) * xdpr_nat_entries(t, sessions);
+	}
+	if (fixed)
+		*fixed = f;
+	return full;
+}
+
+/* min over dir and its parents up to root of limit - usage (files of those names); ULLONG_MAX: none. */
+static __u64 cg_walk(char *dir, size_t root, const char *limit, const char *usage)
+{
+	unsigned long long room = ULLONG_MAX, max, cur;
+	char path[4400];
+
+	for (;;) {
+		char *slash;
+		FILE *m, *c;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, limit);
+		m = fopen(path, "r");
+		snprintf(path, sizeof(path), "%s/%s", dir, usage);
+		c = fopen(path, "r");
+		/* "max" (v2) reads as no number: no limit here */
+		if (m && c && fscanf(m, "%llu", &max) == 1 && fscanf(c, "%llu", &cur) == 1 &&
+		    max - (cur < max ? cur : max) < room)
+			room = max - (cur < max ? cur : max);
+		if (m)
+			fclose(m);
+		if (c)
+			fclose(c);
+		slash = strrchr(dir, '/');
+		if (!slash || (size_t)(slash - dir) < root)
+			break;
+		*slash = 0;
+	}
+	return room;
+}
+
+/*
+ * The room the memory cgroups of this process leave (BPF maps are charged
+ * to the creator's): cgroup v2 (memory.max - memory.current) and v1
+ * (memory.limit_in_bytes - memory.usage_in_bytes), over every ancestor.
+ * Under `ip netns exec` /sys is a new sysfs without them: no limit is seen
+ * (the kernel still refuses what the cgroup cannot hold when the tables
+ * are made, but not what they may take later as they fill).
+ */
+static __u64 cgroup_room(void)
+{
+	char line[4096], dir[4200], base[128];
+	__u64 room = ULLONG_MAX, r;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	const char *top = "";
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!path)
+			continue;
+		*path++ = 0;
+		ctl++;
+		path[strcspn(path, "\n")] = 0;
+		if (!*ctl) { /* v2: at /sys/fs/cgroup, or /sys/fs/cgroup/unified beside v1 */
+			snprintf(base, sizeof(base), "%s/sys/fs/cgroup/cgroup.controllers", top);
+			snprintf(base, sizeof(base), access(base, F_OK) ? "%s/sys/fs/cgroup/unified" :
+				 "%s/sys/fs/cgroup", top);
+			snprintf(dir, sizeof(dir), "%s%s", base, path);
+			r = cg_walk(dir, strlen(base), "memory.max", "memory.current");
+		} else if (!strcmp(ctl, "memory") || strstr(ctl, "memory,") || strstr(ctl, ",memory")) {
+			snprintf(base, sizeof(base), "%s/sys/fs/cgroup/memory", top);
+			snprintf(dir, sizeof(dir), "%s%s", base, path);
+			r = cg_walk(dir, strlen(base), "memory.limit_in_bytes", "memory.usage_in_bytes");
+		} else {
+			continue;
+		}
+		if (r < room)
+			room = r;
+	}
+	if (f)
+		fclose(f);
+	return room;
+}
+
+/* MemAvailable, or less if a memory cgroup of this process has less room. */
+static __u64 mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "r");
+	__u64 room, avail;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	avail = (__u64)kb * 1024;
+	room = cgroup_room();
+	return room < avail ? room : avail;
+}
+
+int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m)
+{
+	struct xdpr_cfg c;
+	int err;
+
+	memset(m, 0, sizeof(*m));
+	err = xdpr_nat_protos(x);
+	if (!err)
+		err = xdpr_cfg_get(x, &c);
+	if (err)
+		return err;
+	m->sessions = c.nat_sess;
+	m->full = xdpr_nat_bytes(x, c.nat_sess, &m->fixed);
+	m->frozen = c.nat_frozen_until > mono_ns();
+	for (int t = 0; t < XDPR_NT_MAPS; t++) {
+		int fd = xdpr_nat_tab_fd(x, t, c.nat_slot & 1);
+		__u64 used;
+
+		if (fd < 0)
+			return fd;
+		used = map_memlock(fd);
+		m->in_use += used;
+		/* the kernel counts (element + list node) per entry, unrounded */
+		if (t == XDPR_NT_CT) {
+			__u32 k, v;
+			bool hash;
+			__u64 per, base = fixed_bytes(t, c.nat_sess);
+
+			xdpr_nat_shape(t, &k, &v, &hash);
+			per = HTAB_ELEM + R8(k) + R8(v) + LLIST_NODE;
+			m->entries = used > base ? (used - base) / per : 0;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- resize */
+
+/* Push the freeze's deadline on when it is near; false if it passed (the packet path went on). */
+static bool freeze_hold(struct xdpr *x, struct xdpr_cfg *c)
+{
+	__u64 now = mono_ns();
+
+	if (now >= c->nat_frozen_until) {
+		seterr(x, "the copy outlasted its freeze (%llu s): nothing changed",
+		       FREEZE_NS / 1000000000ULL);
+		return false;
+	}
+	if (c->nat_frozen_until - now > FREEZE_NS / 2)
+		return true;
+	c->nat_frozen_until = now + FREEZE_NS;
+	return !xdpr_cfg_set(x, c);
+}
+
+/* Copy every entry of hash map from into to; *n entries copied. */
+static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int which, __u64 *n)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+	__u32 ksz, vsz, chunk = COPY_CHUNK, cnt;
+	__u64 in = 0, out = 0;
+	bool first = true, hash;
+	void *keys = NULL, *vals = NULL;
+	int err = 0;
+
+	xdpr_nat_shape(which, &ksz, &vsz, &hash);
+	for (;;) {
+		if (!keys) {
+			keys = malloc((size_t)chunk * ksz);
+			vals = malloc((size_t)chunk * vsz);
+			if (!keys || !vals) {
+				err = -ENOMEM;
+				seterr(x, "cannot copy the NAT tables: %s", strerror(ENOMEM));
+				break;
+			}
+		}
+		cnt = chunk;
+		err = bpf_map_lookup_batch(from, first ? NULL : &in, &out, keys, vals, &cnt, &o);
+		if (err && errno == ENOSPC) { /* one bucket holds more than a chunk */
+			free(keys);
+			free(vals);
+			keys = vals = NULL;
+			chunk *= 2;
+			continue;
+		}
+		if (err && errno != ENOENT) {
+			err = -errno;
+			seterr(x, "cannot read %s: %s", map_names[xdpr_nat_outer[which]], strerror(-err));
+			break;
+		}
+		if (cnt) {
+			__u32 put = cnt;
+
+			if (bpf_map_update_batch(to, keys, vals, &put, &o)) {
+				err = -errno;
+				if (err == -E2BIG || err == -ENOMEM)
+					seterr(x, "%s holds more than the new size allows (%llu copied): "
+					       "nothing changed (`nat flush sessions`, or wait for sessions "
+					       "and held ports to expire)",
+					       map_names[xdpr_nat_outer[which]], (unsigned long long)(*n + put));
+				else
+					seterr(x, "cannot fill the new %s: %s", map_names[xdpr_nat_outer[which]],
+					       strerror(-err));
+				break;
+			}
+			*n += cnt;
+		}
+		if (err) { /* ENOENT: that was the last batch */
+			err = 0;
+			break;
+		}
+		in = out;
+		first = false;
+		if (!freeze_hold(x, c)) {
+			err = -ETIMEDOUT;
+			break;
+		}
+	}
+	free(keys);
+	free(vals);
+	return err;
+}
+
+/* Read a whole array map (ring) into a malloc'd buffer of len entries. */
+static int read_ring(struct xdpr *x, int fd, struct xdpr_ct_key **out, __u32 *len)
+{
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info), cnt, at = 0, in = 0, next = 0;
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+	struct xdpr_ct_key *r;
+	__u32 *keys;
+	int err = 0;
+
+	*out = NULL;
+	if (bpf_obj_get_info_by_fd(fd, &info, &ilen)) {
+		seterr(x, "cannot read the NAT ring: %s", strerror(errno));
+		return -errno;
+	}
+	r = calloc(info.max_entries, sizeof(*r));
+	keys = calloc(COPY_CHUNK, sizeof(*keys));
+	if (!r || !keys) {
+		free(r);
+		free(keys);
+		seterr(x, "cannot read the NAT ring: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	while (at < info.max_entries) {
+		cnt = COPY_CHUNK;
+		if (cnt > info.max_entries - at)
+			cnt = info.max_entries - at;
+		err = bpf_map_lookup_batch(fd, at ? &in : NULL, &next, keys, r + at, &cnt, &o);
+		if (err && errno != ENOENT) {
+			err = -errno;
+			seterr(x, "cannot read the NAT ring: %s", strerror(-err));
+			break;
+		}
+		at += cnt;
+		in = next;
+		if (err || !cnt) {
+			err = 0;
+			break;
+		}
+	}
+	free(keys);
+	if (err) {
+		free(r);
+		return err;
+	}
+	*out = r;
+	*len = info.max_entries;
+	return 0;
+}
+
+/*
+ * The ring of recent sessions in its new length: the newest sessions, in
+ * order, from slot 0; the head after them.
+ */
+static int copy_ring(struct xdpr *x, int from, int to, __u32 nlen)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+	struct xdpr_ct_key *old = NULL, *nr = NULL;
+	__u64 head = 0, keep;
+	__u32 olen = 0, *keys = NULL, cnt;
+	int err = read_ring(x, from, &old, &olen);
+
+	if (err)
+		return err;
+	if (bpf_map_lookup_elem(x->fd[XM_RINGHD], &zero_key, &head)) {
+		err = -errno;
+		seterr(x, "cannot read the NAT ring's head: %s", strerror(-err));
+		goto out;
+	}
+	keep = head < olen ? head : olen;
+	if (keep > nlen)
+		keep = nlen;
+	nr = calloc(keep ? keep : 1, sizeof(*nr));
+	keys = calloc(keep ? keep : 1, sizeof(*keys));
+	if (!nr || !keys) {
+		err = -ENOMEM;
+		seterr(x, "cannot copy the NAT ring: %s", strerror(ENOMEM));
+		goto out;
+	}
+	for (__u64 i = 0; i < keep; i++) {
+		keys[i] = i;
+		nr[i] = old[(head - keep + i) % olen];
+	}
+	cnt = keep;
+	if (keep && bpf_map_update_batch(to, keys, nr, &cnt, &o)) {
+		err = -errno;
+		seterr(x, "cannot fill the new NAT ring: %s", strerror(-err));
+		goto out;
+	}
+	if (bpf_map_update_elem(x->fd[XM_RINGHD], &zero_key, &keep, BPF_ANY)) {
+		err = -errno;
+		seterr(x, "cannot write the NAT ring's head: %s", strerror(-err));
+	}
+out:
+	free(old);
+	free(nr);
+	free(keys);
+	return err;
+}
+
+/* Put fd[t] into slot of every NAT outer map. */
+static int put_slot(struct xdpr *x, __u32 slot, const int fd[XDPR_NT_MAPS])
+{
+	for (int t = 0; t < XDPR_NT_MAPS; t++)
+		if (bpf_map_update_elem(x->fd[xdpr_nat_outer[t]], &slot, &fd[t], BPF_ANY)) {
+			seterr(x, "cannot install the new NAT tables: %s", strerror(errno));
+			return -errno;
+		}
+	return 0;
+}
+
+static void close_all(int fd[XDPR_NT_MAPS])
+{
+	for (int t = 0; t < XDPR_NT_MAPS; t++) {
+		if (fd[t] >= 0)
+			close(fd[t]);
+		fd[t] = -1;
+	}
+}
+
+int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
+{
+	int nfd[XDPR_NT_MAPS], ofd[XDPR_NT_MAPS], err;
+	__u64 need, avail, t0;
+	struct xdpr_nat_mem m;
+	struct xdpr_cfg c;
+	__u32 live, idle;
+
+	memset(res, 0, sizeof(*res));
+	for (int t = 0; t < XDPR_NT_MAPS; t++)
+		nfd[t] = ofd[t] = -1;
+	if (sessions < XDPR_NAT_MIN_SESS || sessions > XDPR_NAT_MAX_SESS) {
+		seterr(x, "sessions %u: from %u to %u", sessions, XDPR_NAT_MIN_SESS, XDPR_NAT_MAX_SESS);
+		return -EINVAL;
+	}
+	err = xdpr_nat_protos(x);
+	if (!err)
+		err = xdpr_nat_mem(x, &m);
+	if (!err)
+		err = xdpr_cfg_get(x, &c);
+	if (err)
+		return err;
+	res->old_sessions = c.nat_sess;
+	if (sessions == c.nat_sess)
+		return 0;
+	/* the old tables are freed after the switch: what they hold counts as room */
+	need = xdpr_nat_bytes(x, sessions, NULL);
+	avail = mem_available() + m.in_use;
+	if (need > avail) {
+		seterr(x, "%u sessions need up to %.1f MiB when the tables are full; %.1f MiB is "
+		       "available (MemAvailable, memory cgroup limits): nothing changed",
+		       sessions, need / 1048576.0, avail / 1048576.0);
+		return -ENOMEM;
+	}
+	for (int t = 0; t < XDPR_NT_MAPS; t++) {
+		nfd[t] = xdpr_nat_new_map(x, t, sessions);
+		if (nfd[t] < 0) {
+			err = nfd[t];
+			goto fail;
+		}
+	}
+	crash_point("created");
+	live = c.nat_slot & 1;
+	idle = !live;
+	for (int t = 0; t < XDPR_NT_MAPS; t++) {
+		ofd[t] = xdpr_nat_tab_fd(x, t, live);
+		if (ofd[t] < 0) {
+			err = ofd[t];
+			goto fail;
+		}
+	}
+
+	/* freeze, and wait for every run that may not have seen it */
+	t0 = mono_ns();
+	c.nat_frozen_until = t0 + FREEZE_NS;
+	err = xdpr_cfg_set(x, &c);
+	if (err)
+		goto fail;
+	if (!settle()) {
+		err = -EOPNOTSUPP;
+		seterr(x, "cannot wait for the packet path (membarrier): nothing changed");
+		goto thaw;
+	}
+	crash_point("frozen");
+	for (int t = 0; t < XDPR_NT_MAPS && !err; t++) {
+		if (t == XDPR_NT_RING)
+			err = copy_ring(x, ofd[t], nfd[t], sessions);
+		else
+			err = copy_hash(x, &c, ofd[t], nfd[t], t, &res->copied[t]);
+	}
+	if (!err && !freeze_hold(x, &c))
+		err = -ETIMEDOUT;
+	if (err)
+		goto thaw;
+	crash_point("copied");
+
+	/* switch: the new tables live, still frozen until no run holds the old slot */
+	err = put_slot(x, idle, nfd);
+	if (err)
+		goto thaw;
+	c.nat_slot = idle;
+	c.nat_sess = sessions;
+	err = xdpr_cfg_set(x, &c);
+	if (err)
+		goto thaw;
+	crash_point("switched");
+	settle();
+	c.nat_frozen_until = 0;
+	err = xdpr_cfg_set(x, &c);
+	res->frozen_ns = mono_ns() - t0;
+	res->sessions = sessions;
+	close_all(nfd);
+	/* the old slot: one-entry tables, so that the kernel frees the old ones */
+	for (int t = 0; t < XDPR_NT_MAPS; t++) {
+		close(ofd[t]);
+		ofd[t] = xdpr_nat_new_map(x, t, 1);
+	}
+	for (int t = 0; t < XDPR_NT_MAPS; t++)
+		if (ofd[t] < 0)
+			goto done;
+	put_slot(x, live, ofd);
+done:
+	close_all(ofd);
+	return err;
+
+thaw:
+	/* nothing switched: the old tables stay live, the freeze goes */
+	if (!xdpr_cfg_get(x, &c)) {
+		c.nat_frozen_until = 0;
+		xdpr_cfg_set(x, &c);
+	}
+fail:
+	close_all(nfd);
+	close_all(ofd);
+	return err;
+}
