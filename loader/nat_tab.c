@@ -238,6 +238,22 @@ static __u64 mem_available(void)
 	return room < avail ? room : avail;
 }
 
+/* What the kernel counts for a hash map beyond its buckets and entries (measured once). */
+static __u64 htab_overhead(struct xdpr *x)
+{
+	static __u64 over = ~0ULL;
+
+	if (over == ~0ULL) {
+		int fd = xdpr_nat_new_map(x, XDPR_NT_CT, 1); /* 2 entries, 2 buckets */
+		__u64 used = fd >= 0 ? map_memlock(fd) : 0;
+
+		over = used > fixed_bytes(XDPR_NT_CT, 1) ? used - fixed_bytes(XDPR_NT_CT, 1) : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	return over;
+}
+
 int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m)
 {
 	struct xdpr_cfg c;
@@ -264,7 +280,7 @@ int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m)
 		if (t == XDPR_NT_CT) {
 			__u32 k, v;
 			bool hash;
-			__u64 per, base = fixed_bytes(t, c.nat_sess);
+			__u64 per, base = fixed_bytes(t, c.nat_sess) + htab_overhead(x);
 
 			xdpr_nat_shape(t, &k, &v, &hash);
 			per = HTAB_ELEM + R8(k) + R8(v) + LLIST_NODE;
@@ -361,75 +377,26 @@ static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int w
 	return err;
 }
 
-/* Read a whole array map (ring) into a malloc'd buffer of len entries. */
-static int read_ring(struct xdpr *x, int fd, struct xdpr_ct_key **out, __u32 *len)
-{
-	struct bpf_map_info info = {};
-	__u32 ilen = sizeof(info), cnt, at = 0, in = 0, next = 0;
-	LIBBPF_OPTS(bpf_map_batch_opts, o);
-	struct xdpr_ct_key *r;
-	__u32 *keys;
-	int err = 0;
-
-	*out = NULL;
-	if (bpf_obj_get_info_by_fd(fd, &info, &ilen)) {
-		seterr(x, "cannot read the NAT ring: %s", strerror(errno));
-		return -errno;
-	}
-	r = calloc(info.max_entries, sizeof(*r));
-	keys = calloc(COPY_CHUNK, sizeof(*keys));
-	if (!r || !keys) {
-		free(r);
-		free(keys);
-		seterr(x, "cannot read the NAT ring: %s", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	while (at < info.max_entries) {
-		cnt = COPY_CHUNK;
-		if (cnt > info.max_entries - at)
-			cnt = info.max_entries - at;
-		err = bpf_map_lookup_batch(fd, at ? &in : NULL, &next, keys, r + at, &cnt, &o);
-		if (err && errno != ENOENT) {
-			err = -errno;
-			seterr(x, "cannot read the NAT ring: %s", strerror(-err));
-			break;
-		}
-		at += cnt;
-		in = next;
-		if (err || !cnt) {
-			err = 0;
-			break;
-		}
-	}
-	free(keys);
-	if (err) {
-		free(r);
-		return err;
-	}
-	*out = r;
-	*len = info.max_entries;
-	return 0;
-}
-
 /*
  * The ring of recent sessions in its new length: the newest sessions, in
- * order, from slot 0; the head after them.
+ * order, from slot 0; the head after them.  Only the slots kept are read.
  */
 static int copy_ring(struct xdpr *x, int from, int to, __u32 nlen)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, o);
-	struct xdpr_ct_key *old = NULL, *nr = NULL;
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info), olen, cnt, *keys = NULL;
+	struct xdpr_ct_key *nr = NULL;
 	__u64 head = 0, keep;
-	__u32 olen = 0, *keys = NULL, cnt;
-	int err = read_ring(x, from, &old, &olen);
+	int err = 0;
 
-	if (err)
-		return err;
-	if (bpf_map_lookup_elem(x->fd[XM_RINGHD], &zero_key, &head)) {
+	if (bpf_obj_get_info_by_fd(from, &info, &ilen) ||
+	    bpf_map_lookup_elem(x->fd[XM_RINGHD], &zero_key, &head)) {
 		err = -errno;
-		seterr(x, "cannot read the NAT ring's head: %s", strerror(-err));
-		goto out;
+		seterr(x, "cannot read the NAT ring: %s", strerror(-err));
+		return err;
 	}
+	olen = info.max_entries;
 	keep = head < olen ? head : olen;
 	if (keep > nlen)
 		keep = nlen;
@@ -440,10 +407,25 @@ static int copy_ring(struct xdpr *x, int from, int to, __u32 nlen)
 		seterr(x, "cannot copy the NAT ring: %s", strerror(ENOMEM));
 		goto out;
 	}
-	for (__u64 i = 0; i < keep; i++) {
-		keys[i] = i;
-		nr[i] = old[(head - keep + i) % olen];
+	/* the kept slots are at most two runs of the old ring: read them in batches */
+	for (__u64 i = 0; i < keep; ) {
+		__u32 at = (head - keep + i) % olen, in = at, next;
+
+		cnt = olen - at < keep - i ? olen - at : keep - i;
+		if (cnt > COPY_CHUNK)
+			cnt = COPY_CHUNK;
+		if (bpf_map_lookup_batch(from, at ? &in : NULL, &next, keys + i, nr + i, &cnt, &o) &&
+		    errno != ENOENT) {
+			err = -errno;
+			seterr(x, "cannot read the NAT ring: %s", strerror(-err));
+			goto out;
+		}
+		if (!cnt)
+			break;
+		i += cnt;
 	}
+	for (__u64 i = 0; i < keep; i++)
+		keys[i] = i;
 	cnt = keep;
 	if (keep && bpf_map_update_batch(to, keys, nr, &cnt, &o)) {
 		err = -errno;
@@ -455,7 +437,6 @@ static int copy_ring(struct xdpr *x, int from, int to, __u32 nlen)
 		seterr(x, "cannot write the NAT ring's head: %s", strerror(-err));
 	}
 out:
-	free(old);
 	free(nr);
 	free(keys);
 	return err;
@@ -533,6 +514,11 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 		}
 	}
 
+	/* the idle slots: no run reads them until xdpr_cfg names them */
+	err = put_slot(x, idle, nfd);
+	if (err)
+		goto fail;
+
 	/* freeze, and wait for every run that may not have seen it */
 	t0 = mono_ns();
 	c.nat_frozen_until = t0 + FREEZE_NS;
@@ -558,9 +544,6 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 	crash_point("copied");
 
 	/* switch: the new tables live, still frozen until no run holds the old slot */
-	err = put_slot(x, idle, nfd);
-	if (err)
-		goto thaw;
 	c.nat_slot = idle;
 	c.nat_sess = sessions;
 	err = xdpr_cfg_set(x, &c);

@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# nat_100k.t - more sessions than the old fixed table (issue 16): with
+# `nat limit sessions 131072`, 100,000 UDP flows from C2 (two addresses,
+# 50,000 source ports each, each address its own pool address) are held at once, counted one by one in
+# `nat sessions`; a paced TCP stream from C1 runs while they are created,
+# while they expire (udp timeout 5 s) and while `nat gc` removes them, and
+# arrives whole.  No packet is dropped for a full table.
+. "$(dirname "$0")/nat_lib.sh"
+
+N=50000 # flows per C2 address
+
+nat_topo_create hk
+ip -n "$C2" addr add 10.0.3.3/24 dev c2
+ok "link attach r0 r1 r2" xdpr_attach r0 r1 r2 || abort "cannot attach xdpr"
+# an outside address has 64,512 UDP ports: one pool address for each C2 address
+ok "nat add out r1 masquerade src 10.0.1.0/24" xdpr nat add out r1 masquerade src 10.0.1.0/24
+ok "nat add out r1 src 10.0.3.2/32 to 198.51.100.1" xdpr nat add out r1 src 10.0.3.2/32 to 198.51.100.1
+ok "nat add out r1 src 10.0.3.3/32 to 198.51.100.2" xdpr nat add out r1 src 10.0.3.3/32 to 198.51.100.2
+udp_echo "$S" 7000 || abort "no UDP server on S"
+ok "nat limit sessions 131072 host 131072" xdpr nat limit sessions 131072 host 131072
+ok "nat timeout udp 5" xdpr nat timeout udp 5
+
+# count_c2: live sessions of C2's two addresses
+count_c2() {
+	xdpr -j nat sessions proto udp | jq '[.[] | select(.inside == "10.0.3.2" or .inside == "10.0.3.3")] | length'
+}
+
+stream_start "$C1" "$S" 10.0.4.2 5200 250 # 250 x 64 KiB over 25 s
+sleep 1
+p0=$(sessions proto tcp | jq -r '[.[] | select(.remote_port == 5200) | .outside_port] | join(",")')
+like "$p0" '^[0-9]+$' "the stream has its session (outside port $p0)"
+full0=$(ctr "$R" r2 drop_nat_full)
+
+# two passes: a datagram the veth ring dropped is sent again (then it only refreshes)
+T_TIMEOUT=120 in_ns "$C2" "$NAT_PY" - "$N" <<'EOF'
+import socket, sys
+n = int(sys.argv[1])
+for rnd in range(2):
+    for src in ("10.0.3.2", "10.0.3.3"):
+        for p in range(10000, 10000 + n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind((src, p))
+            s.sendto(b"x", ("10.0.4.2", 7000))
+            s.close()
+EOF
+is "$?" 0 "C2 sent a datagram from each of $((2 * N)) endpoints (twice)"
+c=$(count_c2)
+num "$c" -ge 100000 "100,000 UDP sessions at once (nat sessions lists $c)"
+num "$(xdpr -j nat limit | jq '.memory.session_halves')" -ge 200000 "-j nat limit: >= 200,000 halves in use"
+is "$(ctr "$R" r2 drop_nat_full)" "$full0" "no flow was dropped for a full table"
+is "$(sessions proto tcp | jq -r '[.[] | select(.remote_port == 5200) | .outside_port] | join(",")')" "$p0" \
+	"the stream kept its session while they were made"
+
+sleep 6 # past the UDP timeout
+cli "$R" -j nat gc
+is "$RC" 0 "nat gc after the timeout: exit 0" || diag "$ERR"
+num "$(jq '.sessions_removed' <<<"$OUT")" -ge 100000 "nat gc removed the >= 100,000 expired sessions"
+is "$(count_c2)" 0 "no C2 session is left"
+is "$(sessions proto tcp | jq -r '[.[] | select(.remote_port == 5200) | .outside_port] | join(",")')" "$p0" \
+	"the stream kept its session while they expired"
+stream_check
+
+done_testing
