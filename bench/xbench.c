@@ -820,16 +820,25 @@ struct mt_thread {
 	__u64 runs, ns, rets[8];
 };
 
-static void mt_flow(const struct mt_thread *t, __u64 n, __u32 *src, __u16 *sport)
+static void mt_flow(const struct mt_thread *t, __u64 n, __u32 *src, __u16 *sport, __u16 *dport)
 {
+	*dport = t->dport;
 	if (t->mode == MT_NEW) {
 		/* thread idx: source addresses src + idx * 4096 + n / SPAN, ports stepping */
 		*sport = GEN_PORT_BASE + n % GEN_PORT_SPAN;
 		*src = t->src + t->idx * 4096 + (__u32)(n / GEN_PORT_SPAN);
 		return;
 	}
+	/*
+	 * flow f: source port sport + f % 32768, destination port dport + f / 32768
+	 * (32768 inside endpoints at most, each with up to 128 remotes: one
+	 * outside address has the ports for them)
+	 */
+	__u64 f = (t->mode == MT_DISJOINT ? (__u64)t->idx * t->flows : 0) + n % t->flows;
+
 	*src = t->src;
-	*sport = t->sport + (t->mode == MT_DISJOINT ? t->idx * t->flows : 0) + n % t->flows;
+	*sport = t->sport + f % 32768;
+	*dport = t->dport + f / 32768;
 }
 
 static int mt_one(struct mt_thread *t, __u8 *frame, size_t len, __u64 n, bool count)
@@ -838,10 +847,10 @@ static int mt_one(struct mt_thread *t, __u8 *frame, size_t len, __u64 n, bool co
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = len, .ctx_in = &md,
 		    .ctx_size_in = sizeof(md), .repeat = 1);
 	__u32 src;
-	__u16 sp;
+	__u16 sp, dp;
 
-	mt_flow(t, n, &src, &sp);
-	frame4(frame, len, t->smac, t->dmac, src, t->daddr, sp, t->dport);
+	mt_flow(t, n, &src, &sp, &dp);
+	frame4(frame, len, t->smac, t->dmac, src, t->daddr, sp, dp);
 	if (bpf_prog_test_run_opts(t->prog_fd, &o))
 		return -errno;
 	if (count) {
@@ -918,8 +927,8 @@ static int cmd_mtrun(int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((argc & 1) || !tr_ok(&a) || flows < 1 || flows > 20000 || secs <= 0 || secs > 60) {
-		err = fail(2, "mtrun: needs PROG_ID DEV smac, dmac, src and dst (IPv4); flows 1..20000, secs (0,60]");
+	if ((argc & 1) || !tr_ok(&a) || flows < 1 || flows > 4194304 || secs <= 0 || secs > 60) {
+		err = fail(2, "mtrun: needs PROG_ID DEV smac, dmac, src and dst (IPv4); flows 1..4194304, secs (0,60]");
 		goto out;
 	}
 	if (dev_index(argv[1], &ifindex))

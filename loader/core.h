@@ -10,6 +10,7 @@
  *     loader.c   attach, detach            filter.c, nat.c, route.c, core.c, leaves
  *     filter.c   the filter, sets          nat.c, core.c
  *     route.c    the route map             rtindex.c, nat.c, core.c, leaves
+ *     nat_tab.c  NAT tables' size, memory  nat.c, core.c
  *     nat.c      NAT, router settings      core.c
  *                (xdpr_cfg_get/set)
  *     rtindex.c  route lookup index        core.c

@@ -99,7 +99,9 @@ ok "nat add out r0 src 10.0.0.0/8 to 198.51.100.20 (same src, other interface)" 
 	xdpr nat add out r0 src 10.0.0.0/8 to 198.51.100.20
 cli "$R" nat show
 is "$RC" 0 "nat show exits 0"
-is "$OUT" "nat rule 1: out r1 src 10.0.0.0/8 masquerade ports 1024-65535 filter apdf
+like "$(head -n1 <<<"$OUT")" '^session table: 65536 sessions \([0-9]+ halves in use\), [0-9.]+ MiB in use, up to [0-9.]+ MiB when full$' \
+	"nat show (text): the session table first"
+is "$(tail -n +2 <<<"$OUT")" "nat rule 1: out r1 src 10.0.0.0/8 masquerade ports 1024-65535 filter apdf
 nat rule 2: out r1 src 172.16.0.0/12 to 198.51.100.10-198.51.100.13 ports 20000-20099 filter eif
 nat rule 3: out r0 src 10.0.0.0/8 to 198.51.100.20-198.51.100.20 ports 1024-65535 filter apdf" \
 	"nat show (text): one line per rule"
@@ -138,7 +140,7 @@ cli "$R" -j nat show
 is "$RC" 0 "-j nat show exits 0"
 is "$(jq -r '.[0] | keys_unsorted | join(",")' <<<"$OUT" 2>&1)" \
 	"id,dev,state,src,src_len,action,port_min,port_max,filter,held,counters" "-j nat show: rule fields (masquerade)"
-COUNTERS="translated_out,translated_in,sessions_new,sessions_expired,sessions_evicted,ports_preserved,ports_reclaimed,no_port,table_full,host_limit,untranslatable,filtered,icmp_errors_out,icmp_errors_in,hairpinned,addr_changed,pairs_repaired,adopted,ports_shadowed,no_address,sweeps,busy,failed_probes"
+COUNTERS="translated_out,translated_in,sessions_new,sessions_expired,sessions_evicted,ports_preserved,ports_reclaimed,no_port,table_full,host_limit,untranslatable,filtered,icmp_errors_out,icmp_errors_in,hairpinned,addr_changed,pairs_repaired,adopted,ports_shadowed,no_address,sweeps,busy,failed_probes,resizing"
 is "$(jq -r '.[0].counters | keys_unsorted | join(",")' <<<"$OUT" 2>&1)" "$COUNTERS" \
 	"-j nat show: the counters"
 is "$(jq -r '[.[0].counters[] | type] | unique | join(",")' <<<"$OUT" 2>&1)" "number" "counters are numbers"
@@ -174,7 +176,9 @@ is "$RC:$(jq -r 'keys_unsorted | join(",")' <<<"$OUT" 2>&1)" "0:tcp-est,tcp-tran
 ok "default timeouts meet RFC 5382/4787 (tcp-est >= 7440, tcp-trans >= 240, udp >= 120, holddown >= 120)" \
 	jq -e '."tcp-est" >= 7440 and ."tcp-trans" >= 240 and .udp >= 120 and .holddown >= 120' <<<"$OUT"
 cli "$R" -j nat limit
-is "$RC:$(jq -c . <<<"$OUT" 2>&1)" '0:{"host":4096}' "-j nat limit: {\"host\":4096}"
+is "$RC:$(jq -c '{host, sessions}' <<<"$OUT" 2>&1)" '0:{"host":4096,"sessions":65536}' "-j nat limit: host 4096, sessions 65536"
+is "$(jq -c '.memory | keys' <<<"$OUT")" '["fixed","frozen","full","in_use","session_halves","sessions"]' \
+	"-j nat limit: the tables' memory"
 cli "$R" -j nat gc
 is "$RC:$(jq -r 'keys_unsorted | join(",")' <<<"$OUT" 2>&1)" "0:sessions_removed,sessions_seen,bindings_freed" \
 	"-j nat gc: its fields"

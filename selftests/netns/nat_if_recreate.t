@@ -48,11 +48,11 @@ recreate_r1() {
 	bail_out "the new r1 does not reach S"
 }
 
-# shows DESC STATE [SUFFIX]: nat show (text) starts with the rule and SUFFIX
+# shows DESC STATE [SUFFIX]: nat show (text) lists the rule and SUFFIX first
 # and names no bare ifindex; -j says rule id 1, dev r1, STATE
 shows() {
 	cli "$R" nat show
-	is "$(head -n1 <<<"$OUT")" "$RULE${3:+ $3}" "$1: nat show (text)"
+	is "$(grep -m1 '^nat rule' <<<"$OUT")" "$RULE${3:+ $3}" "$1: nat show (text)"
 	like "$(grep -c 'if[0-9]' <<<"$OUT")" '^0$' "$1: nat show names no bare ifindex"
 	is "$(xdpr -j nat show | jq -r '.[] | "\(.id) \(.dev) \(.state)"')" "1 r1 $2" "$1: -j nat show: rule 1, dev r1, $2"
 }
