@@ -25,11 +25,13 @@
 /*
  * A program loaded straight from its skeleton has empty NAT outer maps:
  * give each slot tables of the default size (slot 1 one-entry ones), as
- * xdpr_create_maps does for a router.  fd: the slot-0 tables, in the order
- * ct, bind, eim, hosts, ring (enum xdpr_nat_tab).
+ * xdpr_create_maps does for a router.  The fds of the slot-0 tables go to
+ * ct, bind, eim, hosts and ring.
  */
-static inline int nat_tabs_init(struct bpf_object *obj, int fd[5])
+static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int *eim, int *hosts, int *ring)
 {
+	int *fd[5] = { ct, bind, eim, hosts, ring };
+
 	/* libbpf drops the inner definitions once the outer maps exist: the shapes of bpf/maps.h */
 	static const struct { const char *outer; enum bpf_map_type type; __u32 key, value, max, flags; } t[5] = {
 		{ XDPR_MAP_CT, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_ct_key), sizeof(struct xdpr_ct_val),
@@ -47,22 +49,26 @@ static inline int nat_tabs_init(struct bpf_object *obj, int fd[5])
 	for (int i = 0; i < 5; i++) {
 		struct bpf_map *m = bpf_object__find_map_by_name(obj, t[i].outer);
 
-		if (!m)
-			return -ENOENT;
+		if (!m) {
+			printf("Bail out! no map %s\n", t[i].outer);
+			exit(1);
+		}
 		for (__u32 slot = 0; slot < 2; slot++) {
 			LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = t[i].flags);
 			int ifd = bpf_map_create(t[i].type, "xdpr_nat_tab", t[i].key, t[i].value,
 						 slot ? 2 : t[i].max, &o);
 
-			if (ifd < 0 || bpf_map_update_elem(bpf_map__fd(m), &slot, &ifd, BPF_ANY))
-				return -errno;
+			if (ifd < 0 || bpf_map_update_elem(bpf_map__fd(m), &slot, &ifd, BPF_ANY)) {
+				printf("Bail out! cannot give %s[%u] a table: %s\n", t[i].outer, slot,
+				       strerror(errno));
+				exit(1);
+			}
 			if (slot)
 				close(ifd);
 			else
-				fd[i] = ifd;
+				*fd[i] = ifd;
 		}
 	}
-	return 0;
 }
 
 static char diag[16384];

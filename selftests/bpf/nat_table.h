@@ -169,7 +169,7 @@ static void setup_netns(void)
 
 static struct xdpr_bpf *skel;
 static int prog_fd, gc_fd, stats_fd, ifaces_fd, cfg_fd, rules_fd, nstats_fd;
-static int ct_fd, bind_fd, eim_fd, hosts_fd, ncpus, tab_fd[5];
+static int ct_fd, bind_fd, eim_fd, hosts_fd, ncpus, ring_tab_fd;
 static __u32 cfg_flags;  /* XDPR_CFG_NAT, plus XDPR_CFG_FIB_SRC when the kernel has it */
 static __u32 cur_rule;   /* rule whose NAT events the steps check */
 
@@ -883,12 +883,7 @@ static int table_init(void)
 	cfg_fd = bpf_map__fd(skel->maps.xdpr_cfg);
 	rules_fd = bpf_map__fd(skel->maps.xdpr_nat_rules);
 	nstats_fd = bpf_map__fd(skel->maps.xdpr_nat_stats);
-	if (nat_tabs_init(skel->obj, tab_fd))
-		die("cannot give the NAT outer maps their tables: %s", strerror(errno));
-	ct_fd = tab_fd[0];
-	bind_fd = tab_fd[1];
-	eim_fd = tab_fd[2];
-	hosts_fd = tab_fd[3];
+	nat_tabs_init(skel->obj, &ct_fd, &bind_fd, &eim_fd, &hosts_fd, &ring_tab_fd);
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus < 1)
 		die("cannot count CPUs: %s", strerror(-ncpus));

@@ -1335,7 +1335,7 @@ int main(void)
 		die("cannot stay on CPU 0: %s", strerror(errno));
 	probe = table_init();
 	tx_fd = bpf_map__fd(skel->maps.xdpr_tx_ports);
-	ring_fd = tab_fd[4];
+	ring_fd = ring_tab_fd;
 	ringhd_fd = bpf_map__fd(skel->maps.xdpr_nat_ringhd);
 	cursor_fd = bpf_map__fd(skel->maps.xdpr_nat_cursor);
 	sweep_fd = bpf_map__fd(skel->maps.xdpr_nat_sweep);

@@ -158,7 +158,7 @@ static void setup_netns(void)
 
 static struct xdpr_bpf *skel;
 static int prog_fd, gc_fd, stats_fd, ifaces_fd, cfg_fd, rules_fd, nstats_fd;
-static int ct_fd, bind_fd, eim_fd, hosts_fd, ring_fd, ringhd_fd, ncpus, tab_fd[5];
+static int ct_fd, bind_fd, eim_fd, hosts_fd, ring_fd, ringhd_fd, ncpus;
 static size_t ring_vsz;
 static __u32 cfg_flags;
 static __u32 cfg_udp = XDPR_DEF_UDP; /* the UDP timeout last written */
@@ -2102,13 +2102,7 @@ int main(void)
 	cfg_fd = map_fd(XDPR_MAP_CFG, 4, sizeof(struct xdpr_cfg));
 	rules_fd = map_fd(XDPR_MAP_RULES, 4, sizeof(struct xdpr_nat_rule));
 	nstats_fd = map_fd(XDPR_MAP_NSTATS, 4, 8);
-	if (nat_tabs_init(skel->obj, tab_fd))
-		die("cannot give the NAT outer maps their tables: %s", strerror(errno));
-	ct_fd = tab_fd[0];
-	bind_fd = tab_fd[1];
-	eim_fd = tab_fd[2];
-	hosts_fd = tab_fd[3];
-	ring_fd = tab_fd[4];
+	nat_tabs_init(skel->obj, &ct_fd, &bind_fd, &eim_fd, &hosts_fd, &ring_fd);
 	ring_vsz = sizeof(struct xdpr_ct_key);
 	ringhd_fd = bpf_object__find_map_by_name(skel->obj, "xdpr_nat_ringhd") ?
 		    map_fd("xdpr_nat_ringhd", 4, 8) : -1;
