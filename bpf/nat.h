@@ -18,9 +18,12 @@
 #include "step.h"
 
 
-/* After a session's packet: refresh it (and, rarely, its binding); new state bits to both halves. */
-static __always_inline void nat_touch(const struct xdpr_ct_key *k, struct xdpr_ct_val *v, __u8 bits,
-				      int reopen, __u64 now)
+/*
+ * After a session's packet: refresh it (at most 4 times a second) and,
+ * once a bind_period, its binding; new state bits to both halves.
+ */
+static __always_inline void nat_touch(const struct xdpr_cfg *cfg, const struct xdpr_ct_key *k,
+				      struct xdpr_ct_val *v, __u8 bits, int reopen, __u64 now)
 {
 	struct xdpr_ct_key o;
 	struct xdpr_ct_val *ov;
@@ -28,11 +31,15 @@ static __always_inline void nat_touch(const struct xdpr_ct_key *k, struct xdpr_c
 
 	/* write only what changed: a busy flow does not dirty the entry per packet */
 	if (now - v->last_seen > NSEC / 4) {
+		__u64 period = bind_period(cfg, k->proto);
+
+		if (now / period != v->last_seen / period) {
+			if (k->dir == XDPR_CT_OUT)
+				bind_refresh(v->xaddr, v->xport, k->proto, v->bind_gen, now);
+			else
+				bind_refresh(k->daddr, k->dport, k->proto, v->bind_gen, now);
+		}
 		v->last_seen = now;
-		if (k->dir == XDPR_CT_OUT)
-			bind_refresh(v->xaddr, v->xport, k->proto, v->bind_gen, now);
-		else
-			bind_refresh(k->daddr, k->dport, k->proto, v->bind_gen, now);
 	}
 	/* a SYN on a closed connection reopens it: its old FIN/RST bits go */
 	if (reopen && (old & (XDPR_CT_FIN_OUT | XDPR_CT_FIN_IN | XDPR_CT_RST))) {
@@ -123,7 +130,7 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 		}
 		if (p->iph->ttl <= 1)
 			return XDPR_TX_ICMP_TTL; /* the kernel would answer as the router itself */
-		nat_touch(&k, v, bits, reopen, now);
+		nat_touch(cfg, &k, v, bits, reopen, now);
 		nat4_xlate(p, XDPR_CT_IN, v->xaddr, v->xport);
 		nat_count(v->rule, XDPR_NE_XLATE_IN);
 		p->reversed = 1;
@@ -266,7 +273,7 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src,
 		 * deleter removes this half right after.
 		 */
 		if (!dead) {
-			nat_touch(&q->key, v, bits, reopen, now);
+			nat_touch(cfg, &q->key, v, bits, reopen, now);
 			nat4_xlate(p, XDPR_CT_OUT, q->out.xaddr, q->out.xport);
 			nat_count(rid, XDPR_NE_XLATE_OUT);
 			pkt4_back(p, io);

@@ -80,7 +80,23 @@ static __always_inline struct xdpr_bind *bind_lookup(__be32 addr, __be16 port, _
 	return nat_lookup(&xdpr_nat_bind, &bk);
 }
 
-/* A session's traffic keeps its binding alive (called at most 4 times a second per half). */
+/*
+ * How often a session's traffic refreshes its binding: a quarter of the
+ * longest a session of the protocol can live idle, 1 s to 64 s.  A binding
+ * with references is reclaimed only when idle for that longest time plus a
+ * grace that includes this period (alloc_try), so a live session never
+ * loses its port; and a session refreshing its binding once in a period
+ * instead of at every refresh of its own spares a second hash lookup on
+ * most packets of a big table.
+ */
+static __always_inline __u64 bind_period(const struct xdpr_cfg *cfg, __u8 proto)
+{
+	__u64 p = nat_max_timeout(cfg, proto) / 4;
+
+	return p < NSEC ? NSEC : p > 64 * NSEC ? 64 * NSEC : p;
+}
+
+/* A session's traffic keeps its binding alive (called once a bind_period per half). */
 static __always_inline void bind_refresh(__be32 addr, __be16 port, __u8 proto, __u32 gen, __u64 now)
 {
 	struct xdpr_bind *b = bind_lookup(addr, port, proto);
@@ -262,7 +278,7 @@ static __always_inline int alloc_try(struct nat_scratch *sc, __u16 port, __u64 h
 	if (s & XDPR_BIND_DYING)
 		return 0;
 	idle = q->now > b->last_active ? q->now - b->last_active : 0;
-	grace = holddown > 2 * BIND_REFRESH ? holddown : 2 * BIND_REFRESH;
+	grace = (holddown > 2 * BIND_REFRESH ? holddown : 2 * BIND_REFRESH) + bind_period(&q->cfg, q->key.proto);
 	if (XDPR_BIND_REFS(s)) {
 		/* sessions that can only have expired, unswept */
 		if (idle <= dead_after + grace)

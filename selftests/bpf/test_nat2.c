@@ -216,7 +216,10 @@ static bool tcp_in(const char *what, const char *in, __u16 inp, __u16 outp, __u8
  * lost its port to the next host.  Here A's binding is made 3 h old (or as
  * old as the clock allows on a younger machine: TCP's tcp_est is 600 s so
  * that 720 s suffice, and a machine up for less than that gets timeouts of
- * 20 s and a hold-down of 10 s) while its session saw a packet 1 s ago.
+ * 20 s and a hold-down of 10 s) while its session saw a packet a refresh
+ * period ago (bind_period: a quarter of the timeout; a session refreshes
+ * its binding once a period), plus a second: its next packet must refresh
+ * the binding, and B must not get A's port.
  */
 static bool live_port(__u8 proto)
 {
@@ -231,7 +234,7 @@ static bool live_port(__u8 proto)
 	struct frame f, w;
 	struct pkt x;
 	__u32 tmo = tcp ? 600 : XDPR_DEF_UDP, hold = XDPR_DEF_HOLDDOWN;
-	__u64 now = now_ns(), aged, dead, t0, t1;
+	__u64 now = now_ns(), aged, dead, t0, t1, period;
 	__u16 pb;
 	bool ok = true;
 
@@ -263,9 +266,14 @@ static bool live_port(__u8 proto)
 	}
 	bd.last_active = aged;
 	bind_write(OUTA, port, proto, &bd);
-	ok &= sess_age(IN2, REM, port, rport, proto, now - NS);
-	note("binding 10.0.2.1:%u idle %llu s (reclaimable after %llu s), session seen 1 s ago",
-	     port, (now - aged) / NS, dead / NS);
+	period = (__u64)tmo * NS / 4;
+	if (period < NS)
+		period = NS;
+	if (period > 64 * NS)
+		period = 64 * NS;
+	ok &= sess_age(IN2, REM, port, rport, proto, now - period - NS);
+	note("binding 10.0.2.1:%u idle %llu s (reclaimable after %llu s), session seen %llu s ago",
+	     port, (now - aged) / NS, dead / NS, (period + NS) / NS);
 
 	in_frame(&f, "r0", &a);
 	x = snat(a, OUTA, port, true);
