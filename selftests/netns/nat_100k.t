@@ -4,7 +4,8 @@
 # `nat limit sessions 131072`, 100,000 UDP flows from C2 (two addresses,
 # 50,000 source ports each, each address its own pool address) are held at once, counted one by one in
 # `nat sessions`; a paced TCP stream from C1 runs while they are created,
-# while they expire (udp timeout 5 s) and while `nat gc` removes them, and
+# while the tables are resized with them in (131,072 -> 262,144), while
+# they expire (udp timeout 5 s) and while `nat gc` removes them, and
 # arrives whole.  No packet is dropped for a full table.
 . "$(dirname "$0")/nat_lib.sh"
 
@@ -51,6 +52,13 @@ num "$(xdpr -j nat limit | jq '.memory.session_halves')" -ge 200000 "-j nat limi
 is "$(ctr "$R" r2 drop_nat_full)" "$full0" "no flow was dropped for a full table"
 is "$(sessions proto tcp | jq -r '[.[] | select(.remote_port == 5200) | .outside_port] | join(",")')" "$p0" \
 	"the stream kept its session while they were made"
+
+# the tables take a new size with them all in it
+cli "$R" -j nat limit sessions 262144
+is "$RC" 0 "nat limit sessions 262144 with $c sessions: exit 0" || diag "$ERR"
+num "$(jq '.resized.sessions_moved' <<<"$OUT")" -ge 100000 "the resize moved the >= 100,000 sessions"
+diag "resize of $(jq '.resized.sessions_moved' <<<"$OUT") sessions: new sessions waited $(jq '.resized.frozen_ms' <<<"$OUT") ms"
+num "$(count_c2)" -ge 100000 "after the resize: still >= 100,000 UDP sessions"
 
 sleep 6 # past the UDP timeout
 cli "$R" -j nat gc
