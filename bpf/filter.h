@@ -544,7 +544,7 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 		flow_key(&fp->key, fp->src, fp->dst, fp->ksport, fp->kdport, fp->proto, fp->family, &from_a);
 		fp->from_a = from_a;
 		fp->keyed = 1;
-		f = bpf_map_lookup_elem(&xdpr_flt_flows, &fp->key);
+		f = nat_lookup(&xdpr_flt_flows, &fp->key);
 		if (f && !flow_expired(cfg, f, fp->proto, now)) {
 			int out = from_a ^ f->orig_b;
 			__u8 bits = flow_bits(fp->proto, fp->tcp_flags, out);
@@ -571,7 +571,7 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 		int ia;
 
 		flow_key(&fp->ikey, fp->isrc, fp->idst, fp->iksport, fp->ikdport, fp->iproto, fp->family, &ia);
-		f = bpf_map_lookup_elem(&xdpr_flt_flows, &fp->ikey);
+		f = nat_lookup(&xdpr_flt_flows, &fp->ikey);
 		if (f && !flow_expired(cfg, f, fp->iproto, now))
 			return see_est ? XDPR_FS_RELATED : FLT_PASS;
 	}
@@ -648,7 +648,8 @@ accept:
 		v->orig_b = !fp->from_a;
 		v->in_if = ctx->ingress_ifindex;
 		v->state = flow_bits(fp->proto, fp->tcp_flags, 1);
-		if (!bpf_map_update_elem(&xdpr_flt_flows, &fp->key, v, BPF_ANY))
+		/* the tables being copied (nat limit sessions): the verdict stands, no state is kept */
+		if (!nat_frozen() && !nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY))
 			flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->hot_gen, now);
 	}
 	return STEP_NEXT;

@@ -12,6 +12,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "xdpr_shared.h"
+#include "maps.h"
 
 /* Inner maps: sizes vary with the rule list (BPF_F_INNER_MAP); the definitions are the smallest. */
 struct flt_word {
@@ -105,15 +106,19 @@ struct {
 /*
  * Flow states of accepted forwarded flows without a NAT session.  Each CPU
  * evicts from its own LRU list (no list lock shared between CPUs when a
- * new flow needs room); a state is found from any CPU.
+ * new flow needs room); a state is found from any CPU.  Sized and switched
+ * with the NAT tables (maps.h: slot xdpr_cfg.nat_slot, max(XDPR_FLT_FLOWS,
+ * nat_sess) entries).
  */
-struct {
+struct flt_flows_tab {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, XDPR_FLT_FLOWS);
 	__uint(map_flags, BPF_F_NO_COMMON_LRU);
-	__type(key, struct xdpr_flow_key);
-	__type(value, struct xdpr_flow);
-} xdpr_flt_flows SEC(".maps");
+	__uint(key_size, sizeof(struct xdpr_flow_key));
+	__uint(value_size, sizeof(struct xdpr_flow));
+};
+
+NAT_OUTER(xdpr_flt_flows, flt_flows_tab);
 
 /* Per-CPU copies of established IPv4 flow states (xdpr_shared.h, struct xdpr_flt_hot). */
 struct {

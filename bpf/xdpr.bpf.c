@@ -155,6 +155,7 @@ int xdpr_flt_gc(struct xdp_md *ctx)
 	struct xdpr_flt_gc_cmd *cmd = data;
 	struct flt_gc_ctx g = {};
 	__u32 zero = 0;
+	void *flows;
 
 	if ((void *)(cmd + 1) > end)
 		return XDP_ABORTED;
@@ -163,7 +164,9 @@ int xdpr_flt_gc(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	g.now = bpf_ktime_get_coarse_ns();
 	g.op = cmd->op;
-	bpf_for_each_map_elem(&xdpr_flt_flows, flt_gc_cb, &g, 0);
+	flows = nat_tab(&xdpr_flt_flows);
+	if (flows)
+		bpf_for_each_map_elem(flows, flt_gc_cb, &g, 0);
 	cmd->deleted = g.deleted;
 	cmd->seen = g.seen;
 	return XDP_PASS;

@@ -681,7 +681,7 @@ static int filter_show(int argc, char **argv)
 	static char text[512];
 	struct xdpr_ctr *ctr = NULL;
 	struct xdpr_flt_list l;
-	__u64 flows = 0, expired = 0;
+	__u64 flows = 0, expired = 0, flows_max = 0;
 	int ret, ncpu = 0;
 
 	(void)argv;
@@ -691,7 +691,7 @@ static int filter_show(int argc, char **argv)
 		return ret;
 	if (xdpr_flt_get(&x, &l))
 		return done(&x, -1);
-	if (xdpr_flt_counters(&x, &ctr, &ncpu) || xdpr_flt_flows(&x, &flows, &expired)) {
+	if (xdpr_flt_counters(&x, &ctr, &ncpu) || xdpr_flt_flows(&x, &flows, &expired, &flows_max)) {
 		xdpr_flt_list_free(&l);
 		free(ctr);
 		return done(&x, -1);
@@ -725,7 +725,7 @@ static int filter_show(int argc, char **argv)
 		out_obj_close();
 	}
 	out_u64("flows", "flows %llu", flows);
-	out_u64("flows_max", " of %llu", XDPR_FLT_FLOWS);
+	out_u64("flows_max", " of %llu", flows_max);
 	out_u64("flows_expired", expired ? " (and %llu expired)" : NULL, expired);
 	out_u64("nrules", ", rules %llu", l.n);
 	out_u64("rules_max", " of %llu", XDPR_FLT_MAX_RULES);
@@ -759,7 +759,7 @@ static int filter_flows(int argc, char **argv)
 {
 	static struct xdpr x;
 	struct xdpr_flt_gc_cmd res = {};
-	__u64 live = 0, expired = 0;
+	__u64 live = 0, expired = 0, max = 0;
 	bool flush = argc == 1 && !strcmp(argv[0], "flush");
 	int ret;
 
@@ -767,7 +767,7 @@ static int filter_flows(int argc, char **argv)
 		return fail(EXIT_USAGE, "expected \"filter flows [flush]\"");
 	if ((ret = open_router(&x, flush ? XDPR_O_LOCK : 0)))
 		return ret;
-	if (flush ? xdpr_flt_flows_flush(&x, &res) : xdpr_flt_flows(&x, &live, &expired))
+	if (flush ? xdpr_flt_flows_flush(&x, &res) : xdpr_flt_flows(&x, &live, &expired, &max))
 		return done(&x, -1);
 	out_obj_open(NULL);
 	if (flush) {
@@ -776,7 +776,7 @@ static int filter_flows(int argc, char **argv)
 	} else {
 		out_u64("flows", "flows %llu", live);
 		out_u64("expired", " (and %llu expired, reused or swept later)", expired);
-		out_u64("flows_max", " of %llu\n", XDPR_FLT_FLOWS);
+		out_u64("flows_max", " of %llu\n", max);
 	}
 	out_obj_close();
 	out_flush_doc();

@@ -405,7 +405,16 @@ struct map_proto {
 static struct map_proto rt_proto[XDPR_RT_MAPS], flt_proto[XDPR_FI_MAPS], nat_proto[XDPR_NT_MAPS];
 
 /* The NAT outer maps, by enum xdpr_nat_tab. */
-const int xdpr_nat_outer[XDPR_NT_MAPS] = { XM_CT, XM_BIND, XM_EIM, XM_HOSTS, XM_RING };
+const int xdpr_nat_outer[XDPR_NT_MAPS] = { XM_CT, XM_BIND, XM_EIM, XM_HOSTS, XM_RING, XM_FLOWS };
+
+/* Is outer map name one of the NAT tables'? */
+static bool nat_outer_name(const char *name)
+{
+	for (int t = 0; t < XDPR_NT_MAPS; t++)
+		if (!strcmp(name, map_names[xdpr_nat_outer[t]]))
+			return true;
+	return false;
+}
 
 static void set_proto(struct map_proto *p, const struct bpf_map *in, const char *name)
 {
@@ -429,12 +438,12 @@ static int proto_create(const struct map_proto *p, __u32 entries)
 static int create_like(struct bpf_map *m, __u32 slot)
 {
 	const char *name = bpf_map__name(m);
-	bool nat = !strncmp(name, "xdpr_nat_", 9);
+	bool nat = nat_outer_name(name);
 	struct map_proto p;
 
 	set_proto(&p, bpf_map__inner_map(m),
 		  nat ? "xdpr_nat_tab" : strncmp(name, "xdpr_flt", 8) ? "xdpr_rt_inner" : "xdpr_flt_inner");
-	return proto_create(&p, nat && slot ? 1 : 0);
+	return proto_create(&p, nat && slot ? XDPR_NAT_TINY : 0);
 }
 
 /* The route table and filter inner map definitions of an opened (not loaded) skeleton. */
@@ -457,6 +466,7 @@ static void set_protos(struct xdpr_bpf *skel)
 	set_proto(&nat_proto[XDPR_NT_EIM], bpf_map__inner_map(skel->maps.xdpr_nat_eim), "xdpr_nat_tab");
 	set_proto(&nat_proto[XDPR_NT_HOSTS], bpf_map__inner_map(skel->maps.xdpr_nat_hosts), "xdpr_nat_tab");
 	set_proto(&nat_proto[XDPR_NT_RING], bpf_map__inner_map(skel->maps.xdpr_nat_ring), "xdpr_nat_tab");
+	set_proto(&nat_proto[XDPR_NT_FLOWS], bpf_map__inner_map(skel->maps.xdpr_flt_flows), "xdpr_nat_tab");
 }
 
 /* The inner map prototypes, read from the BPF object once. */
@@ -524,28 +534,37 @@ int xdpr_nat_protos(struct xdpr *x)
 /* A NAT table's entries for a table of that many sessions (xdpr_nat_tab). */
 __u32 xdpr_nat_entries(int which, __u32 sessions)
 {
+	if (which == XDPR_NT_FLOWS)
+		return sessions > XDPR_FLT_FLOWS ? sessions : XDPR_FLT_FLOWS;
 	return which == XDPR_NT_CT ? 2 * sessions : sessions;
 }
 
-/* A new NAT table (enum xdpr_nat_tab) for that many sessions; fd or -errno. */
+/*
+ * A new NAT table (enum xdpr_nat_tab) for that many sessions (0: a table of
+ * XDPR_NAT_TINY entries, for an idle slot); fd or -errno.
+ */
 int xdpr_nat_new_map(struct xdpr *x, int which, __u32 sessions)
 {
 	int fd = need_protos(x);
 
 	if (fd)
 		return fd;
-	fd = proto_create(&nat_proto[which], xdpr_nat_entries(which, sessions));
+	fd = proto_create(&nat_proto[which], sessions ? xdpr_nat_entries(which, sessions) : XDPR_NAT_TINY);
 	if (fd < 0)
 		seterr(x, "cannot create a NAT table for %u sessions: %s", sessions, strerror(-fd));
 	return fd;
 }
 
-/* The shape of a NAT table: key and value sizes, type. */
-void xdpr_nat_shape(int which, __u32 *key, __u32 *value, bool *hash)
+/*
+ * The shape of a NAT table: key and value sizes; *alloc: a hash map that
+ * allocates per entry (BPF_F_NO_PREALLOC) rather than all at creation.
+ */
+void xdpr_nat_shape(int which, __u32 *key, __u32 *value, bool *hash, bool *alloc)
 {
 	*key = nat_proto[which].key;
 	*value = nat_proto[which].value;
-	*hash = nat_proto[which].type == BPF_MAP_TYPE_HASH;
+	*hash = nat_proto[which].type != BPF_MAP_TYPE_ARRAY;
+	*alloc = *hash && (nat_proto[which].flags & BPF_F_NO_PREALLOC);
 }
 
 /* The NAT table (enum xdpr_nat_tab) in slot of its outer map: a new fd, or -errno. */

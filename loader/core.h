@@ -102,7 +102,8 @@ extern const int xdpr_nat_outer[XDPR_NT_MAPS];
 int xdpr_nat_protos(struct xdpr *x);
 __u32 xdpr_nat_entries(int which, __u32 sessions);
 int xdpr_nat_new_map(struct xdpr *x, int which, __u32 sessions);
-void xdpr_nat_shape(int which, __u32 *key, __u32 *value, bool *hash);
+void xdpr_nat_shape(int which, __u32 *key, __u32 *value, bool *hash, bool *alloc);
+#define XDPR_NAT_TINY 64 /* entries of an idle slot's tables (an LRU needs some per CPU) */
 int xdpr_nat_tab_fd(struct xdpr *x, int which, __u32 slot);
 int xdpr_inner_copy(struct xdpr *x, int outer, __u32 slot, const char *what, void **out,
 		    struct bpf_map_info *info);

@@ -2208,7 +2208,7 @@ int xdpr_flt_counters(struct xdpr *x, struct xdpr_ctr **out, int *ncpu)
 	return 0;
 }
 
-int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired)
+int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired, __u64 *max)
 {
 	enum { CHUNK = 4096 };
 	LIBBPF_OPTS(bpf_map_batch_opts, o);
@@ -2216,15 +2216,22 @@ int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired)
 	struct xdpr_flow *vals = calloc(CHUNK, sizeof(*vals));
 	struct timespec ts;
 	struct xdpr_cfg c;
-	__u32 batch = 0, cnt;
+	struct bpf_map_info info = {};
+	__u32 batch = 0, cnt, ilen = sizeof(info);
 	void *in = NULL;
+	int err, fd = -1;
 	__u64 now;
-	int err;
 
-	*live = *expired = 0;
+	*live = *expired = *max = 0;
 	err = xdpr_cfg_get(x, &c);
 	if (err)
 		goto out;
+	fd = xdpr_nat_tab_fd(x, XDPR_NT_FLOWS, c.nat_slot & 1); /* the live table */
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &ilen)) {
+		err = fd < 0 ? fd : -errno;
+		goto out;
+	}
+	*max = info.max_entries;
 	if (!keys || !vals) {
 		err = -ENOMEM;
 		goto out;
@@ -2234,7 +2241,7 @@ int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired)
 	/* batches, bucket by bucket: each entry once while the packet path changes others */
 	for (bool last = false; !last;) {
 		cnt = CHUNK;
-		if (bpf_map_lookup_batch(x->fd[XM_FLOWS], in, &batch, keys, vals, &cnt, &o)) {
+		if (bpf_map_lookup_batch(fd, in, &batch, keys, vals, &cnt, &o)) {
 			if (errno != ENOENT) {
 				err = -errno;
 				break;
@@ -2252,6 +2259,8 @@ int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired)
 		in = &batch;
 	}
 out:
+	if (fd >= 0)
+		close(fd);
 	free(keys);
 	free(vals);
 	if (err)

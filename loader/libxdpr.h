@@ -115,7 +115,11 @@ enum xdpr_xmit xdpr_probe_xmit(__u32 ifindex);
 enum { XDPR_RT_DIR, XDPR_RT_REC, XDPR_RT_NH, XDPR_RT_MAPS };
 
 /* The NAT tables, each an inner map of a two-slot outer map (xdpr_cfg.nat_slot). */
-enum xdpr_nat_tab { XDPR_NT_CT, XDPR_NT_BIND, XDPR_NT_EIM, XDPR_NT_HOSTS, XDPR_NT_RING, XDPR_NT_MAPS };
+enum xdpr_nat_tab {
+	XDPR_NT_CT, XDPR_NT_BIND, XDPR_NT_EIM, XDPR_NT_HOSTS, XDPR_NT_RING,
+	XDPR_NT_FLOWS, /* the filter's flow states (xdpr_flt_flows), sized and switched with them */
+	XDPR_NT_MAPS
+};
 /* A route with its prefix as the library handles it (the maps hold it compacted). */
 struct xdpr_rtrec {
 	struct xdpr_route r;
@@ -206,7 +210,7 @@ __u64 xdpr_nat_bytes(struct xdpr *x, __u32 sessions, __u64 *fixed);
 
 struct xdpr_nat_resize {
 	__u32 old_sessions, sessions;
-	__u64 copied[5];    /* entries per table (enum xdpr_nat_tab; the ring is not counted) */
+	__u64 copied[XDPR_NT_MAPS]; /* entries per table (enum xdpr_nat_tab; the ring is not counted) */
 	__u64 frozen_ns;    /* how long new sessions waited */
 };
 /* New tables for that many sessions, every entry moved, live (see nat_tab.c). */
@@ -358,7 +362,7 @@ int xdpr_set_flush(struct xdpr *x, const char *name);
  */
 int xdpr_flt_counters(struct xdpr *x, struct xdpr_ctr **out, int *ncpu);
 /* Flow states: live, and expired ones not yet reused or swept. */
-int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired);
+int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired, __u64 *max);
 /* Delete every flow state (the xdpr_flt_gc program, XDPR_GC_ALL): res says how many. */
 int xdpr_flt_flows_flush(struct xdpr *x, struct xdpr_flt_gc_cmd *res);
 /*

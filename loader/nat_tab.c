@@ -111,24 +111,30 @@ static __u64 slab_size(__u64 n)
 #define HTAB_BUCKET 16 /* struct bucket */
 #define LLIST_NODE 8   /* bpf_mem_alloc's header per object */
 
-/* Bytes one entry of a NAT table takes (hash tables allocate per entry, the ring does not). */
+/*
+ * Bytes one entry of a NAT table takes when used (the hash tables that
+ * allocate per entry; the ring and the preallocated flow LRU take theirs
+ * at creation).
+ */
 static __u64 entry_bytes(int which)
 {
 	__u32 k, v;
-	bool hash;
+	bool hash, alloc;
 
-	xdpr_nat_shape(which, &k, &v, &hash);
-	return hash ? slab_size(HTAB_ELEM + R8(k) + R8(v) + LLIST_NODE) : 0;
+	xdpr_nat_shape(which, &k, &v, &hash, &alloc);
+	return alloc ? slab_size(HTAB_ELEM + R8(k) + R8(v) + LLIST_NODE) : 0;
 }
 
-/* Bytes a NAT table takes before it holds anything: buckets, or the whole ring. */
+/* Bytes a NAT table takes before it holds anything: buckets (and preallocated entries), or the ring. */
 static __u64 fixed_bytes(int which, __u32 sessions)
 {
 	__u32 k, v, n = xdpr_nat_entries(which, sessions);
-	bool hash;
+	bool hash, alloc;
 
-	xdpr_nat_shape(which, &k, &v, &hash);
-	return hash ? HTAB_BUCKET * pow2_up(n) : (__u64)R8(v) * n;
+	xdpr_nat_shape(which, &k, &v, &hash, &alloc);
+	if (!hash)
+		return (__u64)R8(v) * n;
+	return HTAB_BUCKET * pow2_up(n) + (alloc ? 0 : (__u64)n * (HTAB_ELEM + R8(k) + R8(v)));
 }
 
 __u64 xdpr_nat_bytes(struct xdpr *x, __u32 sessions, __u64 *fixed)
@@ -279,10 +285,10 @@ int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m)
 		/* the kernel counts (element + list node) per entry, unrounded */
 		if (t == XDPR_NT_CT) {
 			__u32 k, v;
-			bool hash;
+			bool hash, alloc;
 			__u64 per, base = fixed_bytes(t, c.nat_sess) + htab_overhead(x);
 
-			xdpr_nat_shape(t, &k, &v, &hash);
+			xdpr_nat_shape(t, &k, &v, &hash, &alloc);
 			per = HTAB_ELEM + R8(k) + R8(v) + LLIST_NODE;
 			m->entries = used > base ? (used - base) / per : 0;
 		}
@@ -315,11 +321,11 @@ static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int w
 	LIBBPF_OPTS(bpf_map_batch_opts, o);
 	__u32 ksz, vsz, chunk = COPY_CHUNK, cnt;
 	__u64 in = 0, out = 0;
-	bool first = true, hash;
+	bool first = true, hash, alloc;
 	void *keys = NULL, *vals = NULL;
 	int err = 0;
 
-	xdpr_nat_shape(which, &ksz, &vsz, &hash);
+	xdpr_nat_shape(which, &ksz, &vsz, &hash, &alloc);
 	for (;;) {
 		if (!keys) {
 			keys = malloc((size_t)chunk * ksz);
@@ -546,6 +552,7 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 	/* switch: the new tables live, still frozen until no run holds the old slot */
 	c.nat_slot = idle;
 	c.nat_sess = sessions;
+	c.flt_gen++; /* the per-CPU copies of flow states name the old table's */
 	err = xdpr_cfg_set(x, &c);
 	if (err)
 		goto thaw;
@@ -559,7 +566,7 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 	/* the old slot: one-entry tables, so that the kernel frees the old ones */
 	for (int t = 0; t < XDPR_NT_MAPS; t++) {
 		close(ofd[t]);
-		ofd[t] = xdpr_nat_new_map(x, t, 1);
+		ofd[t] = xdpr_nat_new_map(x, t, 0);
 	}
 	for (int t = 0; t < XDPR_NT_MAPS; t++)
 		if (ofd[t] < 0)

@@ -26,14 +26,16 @@
  * A program loaded straight from its skeleton has empty NAT outer maps:
  * give each slot tables of the default size (slot 1 one-entry ones), as
  * xdpr_create_maps does for a router.  The fds of the slot-0 tables go to
- * ct, bind, eim, hosts and ring.
+ * ct, bind, eim, hosts, ring and flows (the filter's flow states).
  */
-static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int *eim, int *hosts, int *ring)
+static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int *eim, int *hosts, int *ring,
+				 int *flows)
 {
-	int *fd[5] = { ct, bind, eim, hosts, ring };
+	int dummy[6], *fd[6] = { ct ? ct : &dummy[0], bind ? bind : &dummy[1], eim ? eim : &dummy[2],
+				 hosts ? hosts : &dummy[3], ring ? ring : &dummy[4], flows ? flows : &dummy[5] };
 
 	/* libbpf drops the inner definitions once the outer maps exist: the shapes of bpf/maps.h */
-	static const struct { const char *outer; enum bpf_map_type type; __u32 key, value, max, flags; } t[5] = {
+	static const struct { const char *outer; enum bpf_map_type type; __u32 key, value, max, flags; } t[6] = {
 		{ XDPR_MAP_CT, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_ct_key), sizeof(struct xdpr_ct_val),
 		  2 * XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
 		{ XDPR_MAP_BIND, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_bind_key), sizeof(struct xdpr_bind),
@@ -44,9 +46,11 @@ static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int
 		  XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
 		{ XDPR_MAP_RING, BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(struct xdpr_ct_key),
 		  XDPR_NAT_DEF_SESS, BPF_F_INNER_MAP },
+		{ XDPR_MAP_FLOWS, BPF_MAP_TYPE_LRU_HASH, sizeof(struct xdpr_flow_key), sizeof(struct xdpr_flow),
+		  XDPR_FLT_FLOWS, BPF_F_NO_COMMON_LRU },
 	};
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		struct bpf_map *m = bpf_object__find_map_by_name(obj, t[i].outer);
 
 		if (!m) {
@@ -56,7 +60,7 @@ static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int
 		for (__u32 slot = 0; slot < 2; slot++) {
 			LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = t[i].flags);
 			int ifd = bpf_map_create(t[i].type, "xdpr_nat_tab", t[i].key, t[i].value,
-						 slot ? 2 : t[i].max, &o);
+						 slot ? 64 : t[i].max, &o);
 
 			if (ifd < 0 || bpf_map_update_elem(bpf_map__fd(m), &slot, &ifd, BPF_ANY)) {
 				printf("Bail out! cannot give %s[%u] a table: %s\n", t[i].outer, slot,

@@ -883,7 +883,7 @@ static int table_init(void)
 	cfg_fd = bpf_map__fd(skel->maps.xdpr_cfg);
 	rules_fd = bpf_map__fd(skel->maps.xdpr_nat_rules);
 	nstats_fd = bpf_map__fd(skel->maps.xdpr_nat_stats);
-	nat_tabs_init(skel->obj, &ct_fd, &bind_fd, &eim_fd, &hosts_fd, &ring_tab_fd);
+	nat_tabs_init(skel->obj, &ct_fd, &bind_fd, &eim_fd, &hosts_fd, &ring_tab_fd, NULL);
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus < 1)
 		die("cannot count CPUs: %s", strerror(-ncpus));

@@ -65,7 +65,7 @@ static const char *const setup_cmds[] = {
 };
 
 static struct xdpr_bpf *skel;
-static int prog_fd, stats_fd, ncpus;
+static int prog_fd, stats_fd, ncpus, flows_fd;
 
 enum { NOFRAG, FRAG_FIRST, FRAG_LATER };
 
@@ -356,7 +356,7 @@ static void forget_flows(bool lapse)
 	struct xdpr_cfg cfg;
 	__u32 zero = 0;
 
-	clear_map(bpf_map__fd(skel->maps.xdpr_flt_flows), sizeof(struct xdpr_flow_key));
+	clear_map(flows_fd, sizeof(struct xdpr_flow_key));
 	if (!lapse)
 		return;
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg))
@@ -760,6 +760,7 @@ int main(void)
 		die("cannot load the XDP program: %s", strerror(errno));
 	prog_fd = bpf_program__fd(skel->progs.xdpr_main);
 	stats_fd = bpf_map__fd(skel->maps.xdpr_stats);
+	nat_tabs_init(skel->obj, NULL, NULL, NULL, NULL, NULL, &flows_fd);
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus < 1)
 		die("cannot count CPUs: %s", strerror(-ncpus));

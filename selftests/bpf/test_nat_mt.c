@@ -2102,7 +2102,7 @@ int main(void)
 	cfg_fd = map_fd(XDPR_MAP_CFG, 4, sizeof(struct xdpr_cfg));
 	rules_fd = map_fd(XDPR_MAP_RULES, 4, sizeof(struct xdpr_nat_rule));
 	nstats_fd = map_fd(XDPR_MAP_NSTATS, 4, 8);
-	nat_tabs_init(skel->obj, &ct_fd, &bind_fd, &eim_fd, &hosts_fd, &ring_fd);
+	nat_tabs_init(skel->obj, &ct_fd, &bind_fd, &eim_fd, &hosts_fd, &ring_fd, NULL);
 	ring_vsz = sizeof(struct xdpr_ct_key);
 	ringhd_fd = bpf_object__find_map_by_name(skel->obj, "xdpr_nat_ringhd") ?
 		    map_fd("xdpr_nat_ringhd", 4, 8) : -1;

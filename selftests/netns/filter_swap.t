@@ -265,13 +265,25 @@ udp_echo "$H" 9100 || abort "no UDP server on H"
 
 # flow_keys: the xdpr_flt_flows entries (struct xdpr_flow_key and xdpr_flow,
 # bpf/xdpr_shared.h), one a line: "A PORT_A B PORT_B PROTO FAMILY RULE STATE
-# ORIG_B IN_IF" (bpftool, the map found through r0's program).
+# ORIG_B IN_IF" (bpftool, the map found through r0's program: the table in
+# slot xdpr_cfg.nat_slot, byte 44, of the outer map xdpr_flt_flows).
 flow_keys() {
-	local prog m
+	local prog m outer="" cfgm="" slot id
 	prog=$(in_ns "$R" bpftool -j net show dev r0 2>/dev/null | jq -r '.[0].xdp[0].id // empty')
 	[ -n "$prog" ] || return 1
 	for m in $(bpftool -j prog show id "$prog" 2>/dev/null | jq -r '.map_ids[]'); do
-		[ "$(bpftool -j map show id "$m" | jq -r .name)" = xdpr_flt_flows ] || continue
+		case $(bpftool -j map show id "$m" | jq -r .name) in
+		xdpr_flt_flows) outer=$m ;;
+		xdpr_cfg) cfgm=$m ;;
+		esac
+	done
+	[ -n "$outer" ] && [ -n "$cfgm" ] || return 1
+	slot=$(bpftool -j map dump id "$cfgm" | jq -r '.[0].value[44] | ltrimstr("0x")') || return 1
+	slot=$((16#$slot & 1))
+	id=$(bpftool -j map dump id "$outer" |
+		jq -r --argjson s "$slot" '.[] | select(.key[0] == "0x0\($s)") | .value | map(ltrimstr("0x")) | reverse | join("")')
+	[ -n "$id" ] || return 1
+	for m in $((16#$id)); do
 		bpftool -j map dump id "$m" >"$T_TMP/flows.json" || return 1
 		jq -r '.[] | (.key | map(ltrimstr("0x") | explode | map(if . > 96 then . - 87 else . - 48 end) |
 			.[0] * 16 + .[1])) as $k | (.value | map(ltrimstr("0x") | explode |
