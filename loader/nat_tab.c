@@ -17,7 +17,9 @@
  *      them live; once no run can hold the old slot the freeze is lifted and
  *      the old slot gets one-entry tables, so the kernel frees the old ones.
  * A command killed at any step leaves the old tables live or the new ones,
- * whole, and a freeze that ends by itself at its deadline (10 s at most).
+ * whole, and a freeze that ends by itself at its deadline (10 s at most);
+ * killed between 2 and 4, the new tables stay in the idle slot (memory,
+ * nothing reads them) until the next resize replaces them.
  * What a frozen table does not record: last-seen refreshes (the copy may
  * be older by the copy's duration) and FIN/RST bits seen during the copy.
  *
@@ -577,11 +579,18 @@ done:
 	return err;
 
 thaw:
-	/* nothing switched: the old tables stay live, the freeze goes */
+	/* nothing switched: the old tables stay live, the freeze goes, the idle slot is emptied */
 	if (!xdpr_cfg_get(x, &c)) {
 		c.nat_frozen_until = 0;
 		xdpr_cfg_set(x, &c);
 	}
+	close_all(nfd);
+	for (int t = 0; t < XDPR_NT_MAPS; t++)
+		nfd[t] = xdpr_nat_new_map(x, t, 0);
+	for (int t = 0; t < XDPR_NT_MAPS; t++)
+		if (nfd[t] < 0)
+			goto fail;
+	put_slot(x, idle, nfd);
 fail:
 	close_all(nfd);
 	close_all(ofd);
