@@ -19,9 +19,10 @@
  * so an old owner's put can never land on the new owner's count; DYING is
  * final, so neither get nor reclaim can revive what free is deleting; and
  * reclaim from a word with references only happens when the binding has been
- * idle longer than any of its sessions can live (last_active is refreshed
- * by their traffic at least once a second), so a live session never loses
- * its port however old it is.  The old owner's sessions keep the old gen:
+ * idle longer than any of its sessions can live plus a bind_period
+ * (last_active is set when a session takes a reference and refreshed by the
+ * sessions' traffic once a bind_period), so a live session never loses its
+ * port however old it is.  The old owner's sessions keep the old gen:
  * their lookups find their own halves expired, and their puts are ignored.
  *
  * The mapping (xdpr_nat_eim) is claimed the same way: an entry with gen 0
@@ -30,7 +31,7 @@
  * adopt that binding, so one endpoint gets one outside port on every CPU.
  *
  * Allocation happens once per flow and may use atomics; no per-packet path
- * writes here except the once-a-second refresh of last_active.
+ * writes here except the refresh of last_active, once a bind_period.
  */
 #ifndef XDPR_NAT_BIND_H
 #define XDPR_NAT_BIND_H
@@ -160,6 +161,9 @@ static __always_inline int eim_get(struct nat_req *q, __u32 *stale_gen)
 	got = bind_get(b, gen);
 	if (got <= 0)
 		return got < 0 ? EIM_CLAIMING : EIM_STALE; /* busy: try again, never take it over */
+	/* a new session on it: fresh from now (its own refreshes come once a bind_period) */
+	if (q->now - b->last_active > BIND_REFRESH)
+		b->last_active = q->now;
 	q->port = port;
 	q->gen = gen;
 	return EIM_HIT;

@@ -235,6 +235,23 @@ static int lock_netns(struct xdpr *x)
 	return 0;
 }
 
+/*
+ * A NAT table freeze left by a resize that died (loader/nat_tab.c): a
+ * resize holds the lock from start to end, so with the lock taken none is
+ * running.  The packet path would end it at its deadline; end it now.
+ */
+static void lift_dead_freeze(struct xdpr *x)
+{
+	static const __u32 zero;
+	struct xdpr_cfg c;
+
+	if (x->fd[XM_CFG] < 0 || bpf_map_lookup_elem(x->fd[XM_CFG], &zero, &c) || !c.nat_frozen_until)
+		return;
+	c.nat_frozen_until = 0;
+	if (!bpf_map_update_elem(x->fd[XM_CFG], &zero, &c, BPF_ANY))
+		snprintf(x->note, sizeof(x->note), "a NAT table resize that did not finish left a freeze: lifted");
+}
+
 int xdpr_open(struct xdpr *x, unsigned int flags)
 {
 	struct if_nameindex *ifs, *it;
@@ -308,8 +325,10 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		seterr(x, "xdpr is not attached to any interface in this network namespace");
 		return -ENOENT;
 	}
-	if (x->lock_fd >= 0)
+	if (x->lock_fd >= 0) {
 		xdpr_prune_dead_ifaces(x); /* best effort: the next command tries again */
+		lift_dead_freeze(x);
+	}
 	return 0;
 }
 
@@ -433,7 +452,8 @@ static int proto_create(const struct map_proto *p, __u32 entries)
 
 /*
  * A map like the inner map definition of outer map m, for its slot: a NAT
- * table's idle slot gets a one-entry table (it is replaced whole when used).
+ * table's idle slot gets an XDPR_NAT_TINY-entry table (it is replaced whole
+ * when used).
  */
 static int create_like(struct bpf_map *m, __u32 slot)
 {

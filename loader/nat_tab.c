@@ -13,11 +13,13 @@
  *      drop as drop_nat_resizing, established ones go on translating), and
  *      every program run that may not have seen it is waited for;
  *   3. every entry is copied (the deadline is pushed on while copying);
- *   4. the new tables go into the idle slots and one xdpr_cfg update makes
- *      them live; once no run can hold the old slot the freeze is lifted and
- *      the old slot gets one-entry tables, so the kernel frees the old ones.
+ *   4. one xdpr_cfg update makes the new tables (installed in the idle
+ *      slots before the freeze) live; once no run can hold the old slot the
+ *      freeze is lifted and the old slot gets XDPR_NAT_TINY-entry tables,
+ *      so the kernel frees the old ones.
  * A command killed at any step leaves the old tables live or the new ones,
- * whole, and a freeze that ends by itself at its deadline (10 s at most);
+ * whole, and a freeze that ends at its deadline (10 s at most) or when the
+ * next command takes the lock (core.c, lift_dead_freeze);
  * killed between 2 and 4, the new tables stay in the idle slot (memory,
  * nothing reads them) until the next resize replaces them.
  * What a frozen table does not record: last-seen refreshes (the copy may
@@ -27,6 +29,7 @@
  * created (new tables made, nothing frozen), frozen, copied (not
  * switched), switched (new tables live, still frozen).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -35,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <linux/membarrier.h>
 #include <bpf/bpf.h>
@@ -62,10 +66,26 @@ static __u64 mono_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/* Every XDP run that may have read xdpr_cfg before now has ended (synchronize_rcu). */
-static bool settle(void)
+/*
+ * Every XDP run that may have read xdpr_cfg before now has ended: XDP runs
+ * in RCU read-side sections, and MEMBARRIER_CMD_GLOBAL is synchronize_rcu().
+ * Where it is refused (nohz_full), an update of an array of maps from
+ * userspace waits for a grace period too: the idle slot of outer is
+ * written again with what it holds.
+ */
+static bool settle(int outer, __u32 idle)
 {
-	return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0;
+	__u32 id;
+	int fd;
+	bool ok;
+
+	if (!syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
+		return true;
+	if (bpf_map_lookup_elem(outer, &idle, &id) || (fd = bpf_map_get_fd_by_id(id)) < 0)
+		return false;
+	ok = !bpf_map_update_elem(outer, &idle, &fd, BPF_ANY);
+	close(fd);
+	return ok;
 }
 
 /* ------------------------------------------------------------- memory */
@@ -317,9 +337,82 @@ static bool freeze_hold(struct xdpr *x, struct xdpr_cfg *c)
 	return !xdpr_cfg_set(x, c);
 }
 
+/*
+ * The CPUs this process may run on, for filling a per-CPU LRU: an insert
+ * from a syscall takes a free entry from the calling CPU's own list (a
+ * 1/ncpus share of the table), evicting from it silently when that share is
+ * used up, so the copy moves from CPU to CPU between batches.
+ */
+struct cpu_spread {
+	cpu_set_t orig;
+	int cpu[CPU_SETSIZE], n, next;
+};
+
+static void spread_init(struct cpu_spread *s)
+{
+	s->n = s->next = 0;
+	if (sched_getaffinity(0, sizeof(s->orig), &s->orig))
+		return;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &s->orig))
+			s->cpu[s->n++] = c;
+}
+
+static void spread_next(struct cpu_spread *s)
+{
+	cpu_set_t one;
+
+	if (s->n < 2)
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(s->cpu[s->next++ % s->n], &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+static void spread_done(struct cpu_spread *s)
+{
+	if (s->n >= 2)
+		sched_setaffinity(0, sizeof(s->orig), &s->orig);
+}
+
+/* Entries in a hash map, counted in batches; -errno on failure. */
+static long long count_entries(int fd, __u32 ksz, __u32 vsz)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+	void *keys = malloc((size_t)COPY_CHUNK * ksz), *vals = malloc((size_t)COPY_CHUNK * vsz);
+	__u64 in = 0, out = 0;
+	long long n = 0;
+	bool first = true;
+	__u32 cnt;
+	int err;
+
+	if (!keys || !vals) {
+		n = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		cnt = COPY_CHUNK;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &cnt, &o);
+		if (err && errno != ENOENT) {
+			n = -errno;
+			break;
+		}
+		n += cnt;
+		if (err)
+			break;
+		in = out;
+		first = false;
+	}
+out:
+	free(keys);
+	free(vals);
+	return n;
+}
+
 /* Copy every entry of hash map from into to; *n entries copied. */
 static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int which, __u64 *n)
 {
+	struct cpu_spread sp;
 	LIBBPF_OPTS(bpf_map_batch_opts, o);
 	__u32 ksz, vsz, chunk = COPY_CHUNK, cnt;
 	__u64 in = 0, out = 0;
@@ -328,6 +421,7 @@ static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int w
 	int err = 0;
 
 	xdpr_nat_shape(which, &ksz, &vsz, &hash, &alloc);
+	spread_init(&sp);
 	for (;;) {
 		if (!keys) {
 			keys = malloc((size_t)chunk * ksz);
@@ -355,6 +449,8 @@ static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int w
 		if (cnt) {
 			__u32 put = cnt;
 
+			if (which == XDPR_NT_FLOWS)
+				spread_next(&sp);
 			if (bpf_map_update_batch(to, keys, vals, &put, &o)) {
 				err = -errno;
 				if (err == -E2BIG || err == -ENOMEM)
@@ -380,8 +476,19 @@ static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int w
 			break;
 		}
 	}
+	spread_done(&sp);
 	free(keys);
 	free(vals);
+	if (!err && which == XDPR_NT_FLOWS) {
+		/* an LRU makes room silently: the copy counts only if all of it is there */
+		long long have = count_entries(to, ksz, vsz);
+
+		if (have < 0 || (__u64)have < *n) {
+			err = have < 0 ? (int)have : -E2BIG;
+			seterr(x, "the filter's flow states do not fit the new table (%lld of %llu kept): "
+			       "nothing changed", have < 0 ? 0 : have, (unsigned long long)*n);
+		}
+	}
 	return err;
 }
 
@@ -389,7 +496,7 @@ static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int w
  * The ring of recent sessions in its new length: the newest sessions, in
  * order, from slot 0; the head after them.  Only the slots kept are read.
  */
-static int copy_ring(struct xdpr *x, int from, int to, __u32 nlen)
+static int copy_ring(struct xdpr *x, int from, int to, __u32 nlen, __u64 *new_head)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, o);
 	struct bpf_map_info info = {};
@@ -415,9 +522,12 @@ static int copy_ring(struct xdpr *x, int from, int to, __u32 nlen)
 		seterr(x, "cannot copy the NAT ring: %s", strerror(ENOMEM));
 		goto out;
 	}
-	/* the kept slots are at most two runs of the old ring: read them in batches */
+	/*
+	 * The kept slots are at most two runs of the old ring: read them in
+	 * batches.  An array's batch starts after in_batch (the previous key).
+	 */
 	for (__u64 i = 0; i < keep; ) {
-		__u32 at = (head - keep + i) % olen, in = at, next;
+		__u32 at = (head - keep + i) % olen, in = at - 1, next;
 
 		cnt = olen - at < keep - i ? olen - at : keep - i;
 		if (cnt > COPY_CHUNK)
@@ -428,8 +538,11 @@ static int copy_ring(struct xdpr *x, int from, int to, __u32 nlen)
 			seterr(x, "cannot read the NAT ring: %s", strerror(-err));
 			goto out;
 		}
-		if (!cnt)
-			break;
+		if (!cnt || keys[i] != at) {
+			err = -EIO;
+			seterr(x, "cannot read the NAT ring: slot %u came back as %u", at, cnt ? keys[i] : 0);
+			goto out;
+		}
 		i += cnt;
 	}
 	for (__u64 i = 0; i < keep; i++)
@@ -440,14 +553,17 @@ static int copy_ring(struct xdpr *x, int from, int to, __u32 nlen)
 		seterr(x, "cannot fill the new NAT ring: %s", strerror(-err));
 		goto out;
 	}
-	if (bpf_map_update_elem(x->fd[XM_RINGHD], &zero_key, &keep, BPF_ANY)) {
-		err = -errno;
-		seterr(x, "cannot write the NAT ring's head: %s", strerror(-err));
-	}
+	*new_head = keep;
 out:
 	free(nr);
 	free(keys);
 	return err;
+}
+
+/* The new ring's head could not be written: pushes start over its oldest slots. */
+static void addnote_ring(struct xdpr *x)
+{
+	snprintf(x->note, sizeof(x->note), "the NAT ring's head was not moved: %s", strerror(errno));
 }
 
 /* Put fd[t] into slot of every NAT outer map. */
@@ -473,7 +589,7 @@ static void close_all(int fd[XDPR_NT_MAPS])
 int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 {
 	int nfd[XDPR_NT_MAPS], ofd[XDPR_NT_MAPS], err;
-	__u64 need, avail, t0;
+	__u64 need, fixed, avail, t0, head = 0;
 	struct xdpr_nat_mem m;
 	struct xdpr_cfg c;
 	__u32 live, idle;
@@ -495,13 +611,17 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 	res->old_sessions = c.nat_sess;
 	if (sessions == c.nat_sess)
 		return 0;
-	/* the old tables are freed after the switch: what they hold counts as room */
-	need = xdpr_nat_bytes(x, sessions, NULL);
-	avail = mem_available() + m.in_use;
-	if (need > avail) {
+	/*
+	 * Room: for the new tables when full, once the old ones are freed after
+	 * the switch; and, while both exist, for the new ones empty plus a copy
+	 * of what the old ones hold.
+	 */
+	need = xdpr_nat_bytes(x, sessions, &fixed);
+	avail = mem_available();
+	if (need > avail + m.in_use || fixed + (m.in_use > m.fixed ? m.in_use - m.fixed : 0) > avail) {
 		seterr(x, "%u sessions need up to %.1f MiB when the tables are full; %.1f MiB is "
 		       "available (MemAvailable, memory cgroup limits): nothing changed",
-		       sessions, need / 1048576.0, avail / 1048576.0);
+		       sessions, need / 1048576.0, (avail + m.in_use) / 1048576.0);
 		return -ENOMEM;
 	}
 	for (int t = 0; t < XDPR_NT_MAPS; t++) {
@@ -533,15 +653,15 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 	err = xdpr_cfg_set(x, &c);
 	if (err)
 		goto fail;
-	if (!settle()) {
+	if (!settle(x->fd[XM_CT], idle)) {
 		err = -EOPNOTSUPP;
-		seterr(x, "cannot wait for the packet path (membarrier): nothing changed");
+		seterr(x, "cannot wait for the packet path (membarrier, map update): nothing changed");
 		goto thaw;
 	}
 	crash_point("frozen");
 	for (int t = 0; t < XDPR_NT_MAPS && !err; t++) {
 		if (t == XDPR_NT_RING)
-			err = copy_ring(x, ofd[t], nfd[t], sessions);
+			err = copy_ring(x, ofd[t], nfd[t], sessions, &head);
 		else
 			err = copy_hash(x, &c, ofd[t], nfd[t], t, &res->copied[t]);
 	}
@@ -558,14 +678,17 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 	err = xdpr_cfg_set(x, &c);
 	if (err)
 		goto thaw;
+	/* the ring's head goes with the new ring (nothing pushes while frozen) */
+	if (bpf_map_update_elem(x->fd[XM_RINGHD], &zero_key, &head, BPF_ANY))
+		addnote_ring(x);
 	crash_point("switched");
-	settle();
+	settle(x->fd[XM_CT], live);
 	c.nat_frozen_until = 0;
 	err = xdpr_cfg_set(x, &c);
 	res->frozen_ns = mono_ns() - t0;
 	res->sessions = sessions;
 	close_all(nfd);
-	/* the old slot: one-entry tables, so that the kernel frees the old ones */
+	/* the old slot: XDPR_NAT_TINY-entry tables, so that the kernel frees the old ones */
 	for (int t = 0; t < XDPR_NT_MAPS; t++) {
 		close(ofd[t]);
 		ofd[t] = xdpr_nat_new_map(x, t, 0);

@@ -24,7 +24,7 @@
 
 /*
  * A program loaded straight from its skeleton has empty NAT outer maps:
- * give each slot tables of the default size (slot 1 one-entry ones), as
+ * give slot 0 tables of the default size (slot 1 64-entry ones), as
  * xdpr_create_maps does for a router.  The fds of the slot-0 tables go to
  * ct, bind, eim, hosts, ring and flows (the filter's flow states).
  */

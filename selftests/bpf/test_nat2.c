@@ -307,6 +307,55 @@ static bool live_port(__u8 proto)
 	return ok;
 }
 
+/*
+ * A session refreshes its binding only once a bind_period, so a new session
+ * on an existing binding (the same inside endpoint to another remote: EIM)
+ * must make it fresh at once: here A's only session went unswept for 3 h
+ * (binding and session aged), then A opens a flow to another port of the
+ * remote; B, another host, from the same port to that remote, must not get
+ * A's port right after.
+ */
+static bool t_eim_hit_refresh(void)
+{
+	struct pkt a = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = 5100, .dport = 53 };
+	struct pkt a2 = a, b = a;
+	struct xdpr_bind bd, bd2;
+	__u64 now, aged, t0, t1;
+	__u16 p, p2, pb;
+	bool ok = true;
+
+	fresh_all();
+	cfg_write(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, XDPR_DEF_HOST_LIMIT);
+	p = open_flow("A: 10.0.1.2:5100 -> 10.0.2.2:53", a, EV(XOUT, NEW, KEPT), &ok);
+	if (!p || !bind_read(OUTA, p, IPPROTO_UDP, &bd)) {
+		note("no binding for A");
+		return false;
+	}
+	now = now_ns();
+	aged = now > 3 * 3600 * NS + NS ? now - 3 * 3600 * NS : 1;
+	if (now - aged <= (__u64)(XDPR_DEF_UDP + XDPR_DEF_HOLDDOWN + 64 + 2) * NS) {
+		note("the clock is at %llu s: cannot age a binding enough", now / NS);
+		return false;
+	}
+	bd.last_active = aged;
+	bind_write(OUTA, p, IPPROTO_UDP, &bd);
+	ok &= sess_age(IN2, REM, 5100, 53, IPPROTO_UDP, aged);
+	a2.dport = 54;
+	t0 = now_ns();
+	p2 = open_flow("A2: the same endpoint to 10.0.2.2:54, on A's binding", a2, EV(XOUT, NEW), &ok);
+	t1 = now_ns();
+	ok &= expect(p2 == p, "A2 got outside port %u, A's is %u (endpoint-independent mapping)", p2, p);
+	if (bind_read(OUTA, p, IPPROTO_UDP, &bd2))
+		ok &= expect(bd2.last_active >= t0 && bd2.last_active <= t1,
+			     "binding last_active %lld ms from now after A2's first packet: a new session "
+			     "on a binding must refresh it", (long long)(bd2.last_active - now_ns()) / 1000000);
+	b.src = IN3;
+	b.dport = 54;
+	pb = open_flow("B: 10.0.1.3:5100 -> 10.0.2.2:54", b, EV(XOUT, NEW), &ok);
+	ok &= expect(pb != p, "B got A's port %u while A2's session holds it", p);
+	return ok;
+}
+
 static bool t_live_port_udp(void) { return live_port(IPPROTO_UDP); }
 static bool t_live_port_tcp(void) { return live_port(IPPROTO_TCP); }
 
@@ -1293,6 +1342,8 @@ static const struct {
 	  "however old", t_live_port_udp },
 	{ "live flow keeps its port (TCP established): never reclaimed, however old",
 	  t_live_port_tcp },
+	{ "a new session on an old binding (EIM) refreshes it: another host cannot take the port",
+	  t_eim_hit_refresh },
 	{ "inbound TTL 1 to a session: time exceeded from XDP, quoting the packet as it arrived",
 	  t_ttl1_in },
 	{ "PMTUD through the NAT: fragmentation needed from XDP quoting the outside address "
