@@ -856,6 +856,15 @@ static bool expect(bool cond, const char *fmt, ...)
 	return false;
 }
 
+/* The datapath's clock (bpf_ktime_get_coarse_ns). */
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static void sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };

@@ -961,6 +961,58 @@ static bool t_expired_hit(void)
 	return ok;
 }
 
+/* Freeze the NAT tables until now + ms (0: thaw), as `nat limit sessions` does while it copies. */
+static void cfg_freeze(long ms)
+{
+	struct xdpr_cfg c;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(cfg_fd, &zero, &c))
+		die("cannot read xdpr_cfg: %s", strerror(errno));
+	c.nat_frozen_until = ms ? now_ns() + (__u64)ms * 1000000ULL : 0;
+	if (bpf_map_update_elem(cfg_fd, &zero, &c, BPF_ANY))
+		die("cannot write xdpr_cfg: %s", strerror(errno));
+}
+
+/*
+ * While the tables are frozen (issue 16, a resize copying them) established
+ * sessions translate; nothing is created (drop_nat_resizing, counted) and an
+ * expired session is not deleted (its packet waits too); after the freeze
+ * the expired session is replaced as always.
+ */
+static bool t_frozen(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5230, .dport = 53 };
+	struct xdpr_ct_key ko = ct_key(IN2, REM, 5230, 53, IPPROTO_UDP, XDPR_CT_OUT);
+	struct xdpr_ct_val v0, v1;
+	struct frame f;
+	bool ok;
+
+	fresh();
+	cfg_write(1, XDPR_DEF_HOLDDOWN, XDPR_DEF_HOST_LIMIT);
+	ok = udp_out("session A", IN2, 5230, EV(XOUT, NEW, KEPT));
+	cfg_freeze(10000);
+	ok &= udp_out("frozen: A translates", IN2, 5230, EV(XOUT));
+	k.sport = 5231;
+	in_frame(&f, "r0", &k);
+	ok &= step("frozen: a new flow", "r0", &f, XDPR_DROP_NAT_RESIZING, NULL,
+		   EV([XDPR_NE_RESIZING] = 1));
+	ok &= no_sess("frozen: the new flow", IN2, REM, 5231, 53, IPPROTO_UDP);
+	ok &= expect(ct_get(&ko, &v0), "A's outbound half is there");
+	sleep_ms(1500); /* A expires (udp 1 s) */
+	k.sport = 5230;
+	in_frame(&f, "r0", &k);
+	ok &= step("frozen: A after its timeout", "r0", &f, XDPR_DROP_NAT_RESIZING, NULL,
+		   EV([XDPR_NE_RESIZING] = 1));
+	ok &= expect(ct_get(&ko, &v1) && v1.created == v0.created,
+		     "frozen: the expired session is not deleted (nor replaced)");
+	cfg_freeze(0);
+	ok &= udp_out("thawed: A again, a new session", IN2, 5230,
+		      EV(XOUT, NEW, [XDPR_NE_SESS_EXPIRED] = 1));
+	cfg_defaults();
+	return ok;
+}
+
 /* One outside port: a freed binding is not another host's until the hold-down passes. */
 static bool t_holddown_reclaim(void)
 {
@@ -1187,6 +1239,8 @@ static const struct {
 	{ "icmp error in: quoted checksum translating to 0 reads 0xffff", t_icmp_err_in_ffff },
 	{ "masquerade address moved: session re-created on the new address", t_masq_moved },
 	{ "session table full: new flows evict, none dropped, no hang", t_table_full },
+	{ "frozen tables (a resize copying them): sessions translate, nothing is created or deleted",
+	  t_frozen },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))

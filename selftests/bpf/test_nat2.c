@@ -26,15 +26,6 @@ static int tx_fd, ring_fd, ringhd_fd, cursor_fd, sweep_fd, icmp_rl_fd;
 
 /* ---- state the datapath keeps, read and written as userspace sees it ---- */
 
-/* The datapath's clock (bpf_ktime_get_coarse_ns). */
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return ts.tv_sec * NS + ts.tv_nsec;
-}
-
 static struct xdpr_bind_key bkey(const char *out, __u16 port, __u8 proto)
 {
 	return (struct xdpr_bind_key){ .out_addr = ip(out), .out_port = htons(port), .proto = proto };
