@@ -225,7 +225,8 @@ struct {
 
 /*
  * Rate limits shared by all CPUs, touched only on rare paths:
- * [0] the last whole-table sweep under pressure (ns), [1..] unused.
+ * [0] the last whole-table sweep under pressure (ns), [1] where its walk
+ * of the ring starts next (tables bigger than the default).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -351,11 +351,37 @@ static __always_inline void nat_gc_all(struct sweep_ctx *s, __u32 cap)
 }
 
 /*
+ * A slot of the ring in a sweep under pressure (s->budget: the first slot
+ * of the walk): its session goes if it expired.
+ */
+static long ring_sweep_cb(__u32 i, struct sweep_ctx *s)
+{
+	__u32 idx = s->budget + i;
+	struct xdpr_ct_key k, *kp;
+	struct xdpr_ct_val *v;
+
+	if (idx >= s->cfg->nat_sess)
+		idx -= s->cfg->nat_sess;
+	kp = nat_lookup(&xdpr_nat_ring, &idx);
+	if (!kp || !kp->proto)
+		return 0;
+	k = *kp;
+	v = nat_lookup(&xdpr_nat_ct, &k);
+	if (v && nat_sweep_key(&k, v, s->now, s->cfg, 0))
+		s->deleted++;
+	return 0;
+}
+
+/*
  * Under pressure (a host at its limit, a range without a free port): sweep
  * expired sessions, idle bindings and empty hosts now, at most once a
  * second router-wide (the CPU that wins the CAS does it).  The cost is one
  * walk of the tables per second at most, capped at SWEEP_CAP entries each
- * (milliseconds): a bigger table is swept whole by xdpr_nat_gc only.
+ * (milliseconds).  The cap makes a walk of a bigger table cover the same
+ * first part each time, so there the sweep also walks SWEEP_CAP / 2 slots
+ * of the ring of recent sessions from where the last one stopped
+ * (xdpr_nat_sweep[1]): in N / 65,536 seconds of pressure every session
+ * still in the ring has been looked at.
  * Returns 1 if this call swept and freed a binding or a session, 0 if not.
  */
 __noinline int nat_pressure_sweep(__u64 now)
@@ -371,6 +397,16 @@ __noinline int nat_pressure_sweep(__u64 now)
 	if (now - old < NSEC || __sync_val_compare_and_swap(last, old, now) != old)
 		return 0;
 	nat_gc_all(&s, SWEEP_CAP);
+	if (s.cfg->nat_sess > XDPR_NAT_DEF_SESS) {
+		__u32 one = 1;
+		__u64 *at = bpf_map_lookup_elem(&xdpr_nat_sweep, &one);
+
+		if (at) {
+			s.budget = *at % s.cfg->nat_sess;
+			*at = s.budget + SWEEP_CAP / 2;
+			bpf_loop(SWEEP_CAP / 2, ring_sweep_cb, &s, 0);
+		}
+	}
 	nat_count(0, XDPR_NE_SWEEPS);
 	return s.deleted || s.binds_freed;
 }

@@ -202,12 +202,14 @@ static int probe_fib_src(void)
 	return buf[0];
 }
 
+static __u32 cfg_sess = XDPR_NAT_DEF_SESS; /* the tables' size (ring length) cfg_write says */
+
 static void cfg_write(__u32 udp, __u32 holddown, __u32 host_limit)
 {
 	struct xdpr_cfg c = {
 		.flags = cfg_flags, .tcp_est = XDPR_DEF_TCP_EST, .tcp_trans = XDPR_DEF_TCP_TRANS,
 		.udp = udp, .icmp = XDPR_DEF_ICMP, .holddown = holddown, .host_limit = host_limit,
-		.nat_sess = XDPR_NAT_DEF_SESS,
+		.nat_sess = cfg_sess,
 	};
 	__u32 zero = 0;
 

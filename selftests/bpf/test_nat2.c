@@ -128,6 +128,37 @@ static void fresh_all(void)
 	icmp_budget_reset();
 }
 
+/* New slot-0 NAT tables for n sessions (as `nat limit sessions` makes them); the fds follow. */
+static void tables_sized(__u32 n)
+{
+	const struct { struct bpf_map **outer; int *fd; enum bpf_map_type type; __u32 key, value, mul, flags; } t[] = {
+		{ &skel->maps.xdpr_nat_ct, &ct_fd, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_ct_key),
+		  sizeof(struct xdpr_ct_val), 2, BPF_F_NO_PREALLOC },
+		{ &skel->maps.xdpr_nat_bind, &bind_fd, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_bind_key),
+		  sizeof(struct xdpr_bind), 1, BPF_F_NO_PREALLOC },
+		{ &skel->maps.xdpr_nat_eim, &eim_fd, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_eim_key),
+		  sizeof(struct xdpr_eim_val), 1, BPF_F_NO_PREALLOC },
+		{ &skel->maps.xdpr_nat_hosts, &hosts_fd, BPF_MAP_TYPE_HASH, sizeof(__be32), sizeof(struct xdpr_host),
+		  1, BPF_F_NO_PREALLOC },
+		{ &skel->maps.xdpr_nat_ring, &ring_fd, BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(struct xdpr_ct_key),
+		  1, BPF_F_INNER_MAP },
+	};
+	__u32 zero = 0;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = t[i].flags);
+		int fd = bpf_map_create(t[i].type, "xdpr_nat_tab", t[i].key, t[i].value, t[i].mul * n, &o);
+
+		if (fd < 0 || bpf_map_update_elem(bpf_map__fd(*t[i].outer), &zero, &fd, BPF_ANY))
+			die("cannot make a NAT table for %u sessions: %s", n, strerror(errno));
+		close(*t[i].fd);
+		*t[i].fd = fd;
+	}
+	ring_tab_fd = ring_fd;
+	cfg_sess = n;
+}
+
+/* ---- flows ---- */
 /* ---- flows ---- */
 
 /* A flow's first packet out of r0; returns its outside port (0 if no session, noted). */
@@ -344,6 +375,91 @@ static bool t_eim_hit_refresh(void)
 	b.dport = 54;
 	pb = open_flow("B: 10.0.1.3:5100 -> 10.0.2.2:54", b, EV(XOUT, NEW), &ok);
 	ok &= expect(pb != p, "B got A's port %u while A2's session holds it", p);
+	return ok;
+}
+
+/*
+ * A sweep under pressure walks 131,072 entries of each table, always the
+ * first ones; in a bigger table it walks the ring too, from a cursor.  Here
+ * the tables hold 524,288 sessions: host A (a rule of its own with 8 outside
+ * ports) opens 8 UDP flows, the first sessions in the ring; host B then
+ * opens 400,000 TCP connections (live); A's expire (udp 1 s).  A's ninth
+ * endpoint finds no free port, the sweep runs: every one of A's 8 expired
+ * sessions must go (the bucket walk alone finds each with a chance of about
+ * 1 in 6), and the new flow gets a port.
+ */
+static bool t_big_table_sweep(void)
+{
+	enum { NB = 400000 };
+	struct dev *r0 = dev_get("r0");
+	struct xdpr_iface ic;
+	struct frame f;
+	struct result *r = calloc(1, sizeof(*r));
+	__u32 zero = 0, one = 1, gone = 0;
+	__u64 z = 0;
+	bool ok = true;
+
+	if (!r)
+		die("out of memory");
+	tables_sized(524288);
+	fresh_all();
+	cfg_write(1, XDPR_DEF_HOLDDOWN, 1u << 20);
+	/* rule 2, A's: its own address and 8 ports; listed first on r1 */
+	rule_write(2, 0, IN2, 32, "198.51.100.7", 1, 20000, 20007);
+	if (bpf_map_lookup_elem(ifaces_fd, &dev_get("r1")->ifindex, &ic))
+		die("cannot read xdpr_ifaces[r1]: %s", strerror(errno));
+	ic.nrules = 2;
+	ic.rules[0] = 2;
+	ic.rules[1] = 1;
+	if (bpf_map_update_elem(ifaces_fd, &dev_get("r1")->ifindex, &ic, BPF_EXIST))
+		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+	for (int i = 0; i < 8; i++) {
+		struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = 5000 + i, .dport = 53 };
+
+		in_frame(&f, "r0", &k);
+		run("r0", &f, r);
+		ok &= expect(!r->err && r->verdict == XDP_REDIRECT, "A's flow %d: verdict %u", i, r->verdict);
+	}
+	for (int i = 0; i < NB; i++) {
+		struct pkt k = { .src = IN3, .dst = REM, .proto = IPPROTO_TCP, .sport = 10000 + i % 50000,
+				 .dport = 1000 + i / 50000, .flags = TCP_SYN, .plen = NONE };
+		struct xdp_md ctx = { .data_end = 0, .ingress_ifindex = r0->ifindex };
+		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
+
+		in_frame(&f, "r0", &k);
+		ctx.data_end = f.len;
+		o.data_in = f.b;
+		o.data_size_in = f.len;
+		if (bpf_prog_test_run_opts(prog_fd, &o) || o.retval != XDP_REDIRECT) {
+			ok = expect(false, "B's connection %d: verdict %u (%s)", i, o.retval, strerror(errno));
+			break;
+		}
+	}
+	note("%d sessions of B, %d of A", NB, 8);
+	sleep_ms(1500);
+	if (bpf_map_update_elem(sweep_fd, &zero, &z, BPF_ANY) || bpf_map_update_elem(sweep_fd, &one, &z, BPF_ANY))
+		die("cannot reset xdpr_nat_sweep: %s", strerror(errno));
+	{
+		struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = 5008, .dport = 53 };
+
+		in_frame(&f, "r0", &k);
+		run("r0", &f, r);
+		ok &= expect(!r->err && r->verdict == XDP_REDIRECT,
+			     "A's ninth endpoint: verdict %u, expected a redirect once the sweep freed a port",
+			     r->verdict);
+	}
+	for (int i = 0; i < 8; i++) {
+		struct xdpr_ct_key ko = ct_key(IN2, REM, 5000 + i, 53, IPPROTO_UDP, XDPR_CT_OUT);
+		struct xdpr_ct_val v;
+
+		gone += !ct_get(&ko, &v);
+	}
+	ok &= expect(gone == 8, "%u of A's 8 expired sessions swept, expected all (the ring walk)", gone);
+	free(r);
+	rule_clear(2);
+	iface_rules("r1", 1);
+	tables_sized(XDPR_NAT_DEF_SESS);
+	fresh_all();
 	return ok;
 }
 
@@ -1365,6 +1481,8 @@ static const struct {
 	  t_icmp_limit },
 	{ "host entries never leak: 100,000 inside hosts over time, all translated, none left",
 	  t_hosts_100k },
+	{ "a sweep under pressure in a big table (524,288 sessions) walks the ring too: a host's "
+	  "expired sessions beyond the bucket walk's part go", t_big_table_sweep },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
