@@ -66,8 +66,11 @@ diag "resize of $(jq '.resized.sessions_moved' <<<"$OUT") sessions: new sessions
 num "$(count_c2)" -ge 100000 "after the resize: still >= 100,000 UDP sessions"
 
 sleep 6 # past the UDP timeout
+t0=$(date +%s%N)
 cli "$R" -j nat gc
+t1=$(date +%s%N)
 is "$RC" 0 "nat gc after the timeout: exit 0" || diag "$ERR"
+diag "nat gc of $(jq '.sessions_removed' <<<"$OUT") expired sessions: $(((t1 - t0) / 1000000)) ms (the command)"
 num "$(jq '.sessions_removed' <<<"$OUT")" -ge 100000 "nat gc removed the >= 100,000 expired sessions"
 is "$(count_c2)" 0 "no C2 session is left"
 is "$(sessions proto tcp | jq -r '[.[] | select(.remote_port == 5200) | .outside_port] | join(",")')" "$p0" \
