@@ -174,8 +174,32 @@ __u64 xdpr_nat_bytes(struct xdpr *x, __u32 sessions, __u64 *fixed)
 	return full;
 }
 
-/* min over dir and its parents up to root of limit - usage (files of those names); ULLONG_MAX: none. */
-static __u64 cg_walk(char *dir, size_t root, const char *limit, const char *usage)
+/* A field of a cgroup's memory.stat (v2 "inactive_file", v1 "total_inactive_file"), 0 if none. */
+static unsigned long long cg_stat(const char *dir, const char *field)
+{
+	char path[4400], line[256];
+	unsigned long long v = 0;
+	size_t n = strlen(field);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.stat", dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ' ') {
+			sscanf(line + n + 1, "%llu", &v);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/*
+ * min over dir and its parents up to root of limit - usage (files of those
+ * names), usage less the inactive page cache (stat: the memory.stat field)
+ * the kernel reclaims before it refuses; ULLONG_MAX: no limit.
+ */
+static __u64 cg_walk(char *dir, size_t root, const char *limit, const char *usage, const char *stat)
 {
 	unsigned long long room = ULLONG_MAX, max, cur;
 	char path[4400];
@@ -189,9 +213,13 @@ static __u64 cg_walk(char *dir, size_t root, const char *limit, const char *usag
 		snprintf(path, sizeof(path), "%s/%s", dir, usage);
 		c = fopen(path, "r");
 		/* "max" (v2) reads as no number: no limit here */
-		if (m && c && fscanf(m, "%llu", &max) == 1 && fscanf(c, "%llu", &cur) == 1 &&
-		    max - (cur < max ? cur : max) < room)
-			room = max - (cur < max ? cur : max);
+		if (m && c && fscanf(m, "%llu", &max) == 1 && fscanf(c, "%llu", &cur) == 1) {
+			unsigned long long cache = cg_stat(dir, stat);
+
+			cur = cur > cache ? cur - cache : 0;
+			if (max - (cur < max ? cur : max) < room)
+				room = max - (cur < max ? cur : max);
+		}
 		if (m)
 			fclose(m);
 		if (c)
@@ -232,11 +260,12 @@ static __u64 cgroup_room(void)
 			snprintf(base, sizeof(base), access(base, F_OK) ? "%s/sys/fs/cgroup/unified" :
 				 "%s/sys/fs/cgroup", top);
 			snprintf(dir, sizeof(dir), "%s%s", base, path);
-			r = cg_walk(dir, strlen(base), "memory.max", "memory.current");
+			r = cg_walk(dir, strlen(base), "memory.max", "memory.current", "inactive_file");
 		} else if (!strcmp(ctl, "memory") || strstr(ctl, "memory,") || strstr(ctl, ",memory")) {
 			snprintf(base, sizeof(base), "%s/sys/fs/cgroup/memory", top);
 			snprintf(dir, sizeof(dir), "%s%s", base, path);
-			r = cg_walk(dir, strlen(base), "memory.limit_in_bytes", "memory.usage_in_bytes");
+			r = cg_walk(dir, strlen(base), "memory.limit_in_bytes", "memory.usage_in_bytes",
+				    "total_inactive_file");
 		} else {
 			continue;
 		}
