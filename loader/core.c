@@ -8,6 +8,7 @@
  * created from the BPF object's own definitions for a new router.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
@@ -47,6 +50,28 @@ const char *const map_names[XM_MAX] = {
 static bool map_optional(int m)
 {
 	return m == XM_SINCE || m == XM_FLT_CTL;
+}
+
+void xdpr_crash_point(const char *op, const char *step)
+{
+	const char *at = getenv("XDPR_CRASH_AT");
+	size_t n = strlen(op);
+
+	if (at && !strncmp(at, op, n) && at[n] == ':' && !strcmp(at + n + 1, step))
+		raise(SIGKILL);
+}
+
+__u64 xdpr_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+bool xdpr_packets_settled(void)
+{
+	return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0;
 }
 
 void seterr(struct xdpr *x, const char *fmt, ...)

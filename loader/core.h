@@ -105,6 +105,19 @@ int xdpr_nat_new_map(struct xdpr *x, int which, __u32 sessions);
 void xdpr_nat_shape(int which, __u32 *key, __u32 *value, bool *hash, bool *alloc);
 #define XDPR_NAT_TINY 64 /* entries of an idle slot's tables (an LRU needs some per CPU) */
 int xdpr_nat_tab_fd(struct xdpr *x, int which, __u32 slot);
+/*
+ * XDPR_CRASH_AT=OP:STEP (a test hook, see loader/nat.c): the command kills
+ * itself (SIGKILL) when it reaches that step.
+ */
+void xdpr_crash_point(const char *op, const char *step);
+/* CLOCK_MONOTONIC in ns: the packet path's clock (bpf_ktime_get_coarse_ns) within a tick. */
+__u64 xdpr_mono_ns(void);
+/*
+ * Every XDP run that may have read a map before now has ended:
+ * MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), and XDP programs run inside
+ * RCU read-side sections.  false: cannot tell (nohz_full).
+ */
+bool xdpr_packets_settled(void);
 int xdpr_inner_copy(struct xdpr *x, int outer, __u32 slot, const char *what, void **out,
 		    struct bpf_map_info *info);
 

@@ -33,15 +33,11 @@
  *     switched  xdpr_cfg names the new slot, the old one not yet released
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <linux/membarrier.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
@@ -58,10 +54,7 @@
 
 static void crash_point(const char *step)
 {
-	const char *at = getenv("XDPR_CRASH_AT");
-
-	if (at && !strncmp(at, "filter:", 7) && !strcmp(at + 7, step))
-		raise(SIGKILL);
+	xdpr_crash_point("filter", step);
 }
 
 static void fmt_member(int family, const __u8 *addr, unsigned int plen, char *buf, size_t len)
@@ -1298,15 +1291,6 @@ static void note_unattached(struct xdpr *x, const struct xdpr_flt_spec *r)
 
 /* ---- the maps ---- */
 
-/*
- * Wait until every XDP program run that may have read the old flt_slot has
- * finished: MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), and XDP programs
- * run inside RCU read-side sections.  false: cannot tell (nohz_full).
- */
-static bool packets_settled(void)
-{
-	return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0;
-}
 
 /* A control map slot's inner map: the list encoded, in 8-byte words. */
 static int blob_map(size_t bytes)
@@ -1739,7 +1723,7 @@ static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_flt_list
 	nl->info.memory += page_up(len);
 	((struct blob_hdr *)blob)->info.memory = nl->info.memory;
 	/* a killed change may have switched without waiting: nothing may still read the idle slot */
-	packets_settled();
+	xdpr_packets_settled();
 	err = make_slot(x, &img, blob, len, fd);
 	if (err)
 		goto out;
@@ -1780,7 +1764,7 @@ static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_flt_list
 	if (err)
 		goto out;
 	crash_point("switched");
-	if (!packets_settled())
+	if (!xdpr_packets_settled())
 		goto out; /* the old slot stays until the next change replaces it */
 	for (int i = 0; i <= XDPR_FI_MAPS; i++) {
 		int e;
@@ -2214,7 +2198,6 @@ int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired, __u64 *max)
 	LIBBPF_OPTS(bpf_map_batch_opts, o);
 	struct xdpr_flow_key *keys = calloc(CHUNK, sizeof(*keys));
 	struct xdpr_flow *vals = calloc(CHUNK, sizeof(*vals));
-	struct timespec ts;
 	struct xdpr_cfg c;
 	struct bpf_map_info info = {};
 	__u32 batch = 0, cnt, ilen = sizeof(info);
@@ -2236,8 +2219,7 @@ int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired, __u64 *max)
 		err = -ENOMEM;
 		goto out;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	now = xdpr_mono_ns();
 	/* batches, bucket by bucket: each entry once while the packet path changes others */
 	for (bool last = false; !last;) {
 		cnt = CHUNK;

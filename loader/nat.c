@@ -61,11 +61,9 @@
  */
 #include <errno.h>
 #include <ifaddrs.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -107,14 +105,7 @@ struct nat_state {
 	int link[XDPR_NAT_MAX_RULES];              /* links[] index of that interface, -1: none */
 };
 
-static void crash_point(const char *op, const char *step)
-{
-	const char *at = getenv("XDPR_CRASH_AT");
-	size_t n = strlen(op);
-
-	if (at && !strncmp(at, op, n) && at[n] == ':' && !strcmp(at + n + 1, step))
-		raise(SIGKILL);
-}
+#define crash_point xdpr_crash_point
 
 
 /* Add a line to x->note (once). */
@@ -1037,13 +1028,6 @@ int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res)
 
 /* ---------------------------------------------------------------- tables */
 
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 struct hash_dump {
 	void *keys;
@@ -1140,7 +1124,7 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 {
 	struct hash_dump d;
 	struct xdpr_cfg c;
-	__u64 now = mono_ns();
+	__u64 now = xdpr_mono_ns();
 	int err, ct = -1;
 
 	err = xdpr_cfg_get(x, &c);
@@ -1208,7 +1192,7 @@ int xdpr_nat_held(struct xdpr *x, struct xdpr_held **out)
 	struct nat_state *s;
 	struct hash_dump d = {};
 	struct xdpr_cfg c;
-	__u64 now = mono_ns();
+	__u64 now = xdpr_mono_ns();
 	size_t n = 0, nh = 0;
 	int err;
 

@@ -32,15 +32,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <linux/membarrier.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "core.h"
@@ -52,18 +48,7 @@ static const __u32 zero_key;
 
 static void crash_point(const char *step)
 {
-	const char *at = getenv("XDPR_CRASH_AT");
-
-	if (at && !strncmp(at, "limit:", 6) && !strcmp(at + 6, step))
-		raise(SIGKILL);
-}
-
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	xdpr_crash_point("limit", step);
 }
 
 /*
@@ -79,7 +64,7 @@ static bool settle(int outer, __u32 idle)
 	int fd;
 	bool ok;
 
-	if (!syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
+	if (xdpr_packets_settled())
 		return true;
 	if (bpf_map_lookup_elem(outer, &idle, &id) || (fd = bpf_map_get_fd_by_id(id)) < 0)
 		return false;
@@ -324,7 +309,7 @@ int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m)
 		return err;
 	m->sessions = c.nat_sess;
 	m->full = xdpr_nat_bytes(x, c.nat_sess, &m->fixed);
-	m->frozen = c.nat_frozen_until > mono_ns();
+	m->frozen = c.nat_frozen_until > xdpr_mono_ns();
 	for (int t = 0; t < XDPR_NT_MAPS; t++) {
 		int fd = xdpr_nat_tab_fd(x, t, c.nat_slot & 1);
 		__u64 used;
@@ -353,7 +338,7 @@ int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m)
 /* Push the freeze's deadline on when it is near; false if it passed (the packet path went on). */
 static bool freeze_hold(struct xdpr *x, struct xdpr_cfg *c)
 {
-	__u64 now = mono_ns();
+	__u64 now = xdpr_mono_ns();
 
 	if (now >= c->nat_frozen_until) {
 		seterr(x, "the copy outlasted its freeze (%llu s): nothing changed",
@@ -615,6 +600,21 @@ static void close_all(int fd[XDPR_NT_MAPS])
 	}
 }
 
+/* Give slot XDPR_NAT_TINY-entry tables, so that the kernel frees the ones it held (best effort). */
+static void empty_slot(struct xdpr *x, __u32 slot)
+{
+	int fd[XDPR_NT_MAPS];
+	bool made = true;
+
+	for (int t = 0; t < XDPR_NT_MAPS; t++) {
+		fd[t] = xdpr_nat_new_map(x, t, 0);
+		made &= fd[t] >= 0;
+	}
+	if (made)
+		put_slot(x, slot, fd);
+	close_all(fd);
+}
+
 int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 {
 	int nfd[XDPR_NT_MAPS], ofd[XDPR_NT_MAPS], err;
@@ -677,7 +677,7 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 		goto fail;
 
 	/* freeze, and wait for every run that may not have seen it */
-	t0 = mono_ns();
+	t0 = xdpr_mono_ns();
 	c.nat_frozen_until = t0 + FREEZE_NS;
 	err = xdpr_cfg_set(x, &c);
 	if (err)
@@ -714,20 +714,11 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 	settle(x->fd[XM_CT], live);
 	c.nat_frozen_until = 0;
 	err = xdpr_cfg_set(x, &c);
-	res->frozen_ns = mono_ns() - t0;
+	res->frozen_ns = xdpr_mono_ns() - t0;
 	res->sessions = sessions;
 	close_all(nfd);
-	/* the old slot: XDPR_NAT_TINY-entry tables, so that the kernel frees the old ones */
-	for (int t = 0; t < XDPR_NT_MAPS; t++) {
-		close(ofd[t]);
-		ofd[t] = xdpr_nat_new_map(x, t, 0);
-	}
-	for (int t = 0; t < XDPR_NT_MAPS; t++)
-		if (ofd[t] < 0)
-			goto done;
-	put_slot(x, live, ofd);
-done:
 	close_all(ofd);
+	empty_slot(x, live); /* the old tables go */
 	return err;
 
 thaw:
@@ -737,12 +728,7 @@ thaw:
 		xdpr_cfg_set(x, &c);
 	}
 	close_all(nfd);
-	for (int t = 0; t < XDPR_NT_MAPS; t++)
-		nfd[t] = xdpr_nat_new_map(x, t, 0);
-	for (int t = 0; t < XDPR_NT_MAPS; t++)
-		if (nfd[t] < 0)
-			goto fail;
-	put_slot(x, idle, nfd);
+	empty_slot(x, idle);
 fail:
 	close_all(nfd);
 	close_all(ofd);

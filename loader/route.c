@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/syscall.h>
-#include <linux/membarrier.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
@@ -175,15 +173,6 @@ static int local_addrs(struct xdpr *x, struct xdpr_rtent **out, size_t *n)
 	return 0;
 }
 
-/*
- * Wait until every XDP program run that may have read the old rt_slot has
- * finished: MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), and XDP programs
- * run inside RCU read-side sections.  false: cannot tell (nohz_full).
- */
-static bool packets_settled(void)
-{
-	return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0;
-}
 
 /*
  * Make recs (sorted, unique) the live table, with the router's current
@@ -222,7 +211,7 @@ static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_rtrec *r
 	else
 		c->flags &= ~XDPR_CFG_ROUTES;
 	err = xdpr_cfg_set(x, c);
-	if (err || !packets_settled())
+	if (err || !xdpr_packets_settled())
 		return err;
 	for (int i = 0; i < XDPR_RT_MAPS; i++) {
 		int e = xdpr_rt_new_map(x, i, 0);
