@@ -36,18 +36,8 @@ full0=$(ctr "$R" r2 drop_nat_full)
 # a pass: one datagram from each endpoint; passes until every flow has its
 # session (a datagram a full veth ring dropped is sent again; an existing
 # flow's only refreshes), 4 at most
-cat >"$T_TMP/flows.py" <<'EOF'
-import socket, sys
-n = int(sys.argv[1])
-for src in ("10.0.3.2", "10.0.3.3"):
-    for p in range(10000, 10000 + n):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind((src, p))
-        s.sendto(b"x", ("10.0.4.2", 7000))
-        s.close()
-EOF
 for pass in 1 2 3 4; do
-	T_TIMEOUT=120 in_ns "$C2" "$NAT_PY" "$T_TMP/flows.py" "$N" || diag "pass $pass: the sender failed"
+	udp_spray "$C2" 10.0.4.2:7000 10000 $((10000 + N - 1)) 10.0.3.2 10.0.3.3 || diag "pass $pass: the sender failed"
 	c=$(count_c2)
 	[ "$c" -ge $((2 * N)) ] && break
 done

@@ -258,6 +258,25 @@ udp() {
 	T_TIMEOUT=${T_TIMEOUT:-20} in_ns "$ns" "$NAT_PY" "$T_TMP/nat_udp.py" "$@"
 }
 
+# udp_spray NS DST:PORT FIRST LAST [SRC...]: one datagram to DST:PORT from
+# each source port FIRST..LAST of each source address (default: any), one
+# socket each: a flow per port (bounded; 0 when every send worked).
+udp_spray() {
+	local ns=$1 dst=$2 first=$3 last=$4
+	shift 4
+	T_TIMEOUT=${T_TIMEOUT:-120} in_ns "$ns" "$NAT_PY" - "$dst" "$first" "$last" "${@:-0.0.0.0}" <<'EOF'
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+first, last = int(sys.argv[2]), int(sys.argv[3])
+for src in sys.argv[4:]:
+    for p in range(first, last + 1):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((src, p))
+        s.sendto(b"x", (host, int(port)))
+        s.close()
+EOF
+}
+
 # udp_echo NS PORT: background UDP server answering every datagram with the
 # sender's address as it sees it ("ADDR:PORT").
 udp_echo() {

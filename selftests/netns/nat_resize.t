@@ -89,14 +89,7 @@ is "$(size)" 65536 "after the refusal: still 65536"
 
 # ---- smaller than what the tables hold
 ok "nat limit host 100000" xdpr nat limit host 100000
-T_TIMEOUT=60 in_ns "$C1" "$NAT_PY" - <<'EOF'
-import socket
-for p in range(20000, 21200):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", p))
-    s.sendto(b"x", ("10.0.4.2", 7000))
-    s.close()
-EOF
+T_TIMEOUT=60 udp_spray "$C1" 10.0.4.2:7000 20000 21199 || diag "the sender failed"
 sleep 0.5
 num "$(mem session_halves)" -ge 2400 "1200 UDP flows: >= 2400 session halves"
 cli_fails "nat limit sessions 1024 over 1200 sessions" 1 "holds more than the new size allows" "$R" nat limit sessions 1024
@@ -110,14 +103,7 @@ ok "nat flush sessions" xdpr nat flush sessions
 udp_echo "$C2" 7100 || abort "no UDP server on C2"
 ok "filter policy drop" xdpr filter policy drop
 ok "filter add in r0 out r2 proto udp dport 7100 accept" xdpr filter add in r0 out r2 proto udp dport 7100 accept
-T_TIMEOUT=60 in_ns "$C1" "$NAT_PY" - <<'EOF'
-import socket
-for p in range(31000, 33000):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", p))
-    s.sendto(b"x", ("10.0.3.2", 7100))
-    s.close()
-EOF
+T_TIMEOUT=60 udp_spray "$C1" 10.0.3.2:7100 31000 32999 || diag "the sender failed"
 sleep 0.5
 nf=$(xdpr -j filter flows | jq '.flows')
 num "$nf" -ge 1900 "C1 -> C2:7100 (no NAT) from 2000 ports: $nf flow states"
