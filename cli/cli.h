@@ -51,6 +51,14 @@ struct stats_args {
 /* 0, or EXIT_USAGE with the message in err. */
 int parse_attach(int argc, char **argv, struct attach_args *a, char *err, size_t len);
 int parse_detach(int argc, char **argv, struct detach_args *a, char *err, size_t len);
+/*
+ * Before attaching devs: netfilter rules that packets forwarded by XDP
+ * would bypass (with those already attached); refused unless force.
+ * EXIT_OK (nf says what was found) or EXIT_FAIL with the message in err.
+ */
+struct xdpr_nf_report;
+int attach_guard(struct xdpr *x, char *const *devs, int n, bool force, struct xdpr_nf_report *nf,
+		 char *err, size_t len);
 int parse_stats(int argc, char **argv, struct stats_args *a, char *err, size_t len);
 /* Whole number in [min, max]; 0 on success. */
 int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out);
@@ -87,6 +95,8 @@ void fmt_filter_rule(const struct xdpr_flt_spec *r, char *buf, size_t len);
  */
 int parse_filter_file(FILE *f, struct xdpr_flt_spec **out, size_t **lines, size_t *n,
 		      size_t *errline, char *err, size_t len);
+/* Set names: 1-31 of [A-Za-z0-9_.-]. */
+bool set_name_ok(const char *s);
 /* A set member: PREFIX of either family, host bits zero. */
 int parse_member(const char *s, struct xdpr_flt_member *m, char *err, size_t len);
 

@@ -55,7 +55,7 @@ static void proto_str(__u8 p, char *buf, size_t len)
 }
 
 /* Set names: 1-31 of [A-Za-z0-9_.-]. */
-static bool set_name_ok(const char *s)
+bool set_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 

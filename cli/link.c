@@ -118,29 +118,32 @@ static void bypass_list(const struct xdpr_nf_report *nf, char *buf, size_t len)
  * in the kernel and skip through XDP (on the devices being attached and those
  * already attached).  Refused unless "force"; EXIT_OK or the exit code.
  */
-static int nf_guard(struct xdpr *x, const struct attach_args *a, struct xdpr_nf_report *nf)
+int attach_guard(struct xdpr *x, char *const *adevs, int nadev, bool force,
+		 struct xdpr_nf_report *nf, char *err, size_t len)
 {
 	char *devs[2 * XDPR_MAX_IFACES];
 	char list[sizeof(nf->f) + 64];
 	int n = 0, ret;
 
+	memset(nf, 0, sizeof(*nf));
 	/* a missing device is the user's first error */
-	for (int i = 0; i < a->ndev; i++) {
-		if (!if_nametoindex(a->devs[i]))
-			return fail(EXIT_FAIL, "cannot find device \"%s\"", a->devs[i]);
-		devs[n++] = a->devs[i];
+	for (int i = 0; i < nadev; i++) {
+		if (!if_nametoindex(adevs[i]))
+			return snprintf(err, len, "cannot find device \"%s\"", adevs[i]), EXIT_FAIL;
+		devs[n++] = adevs[i];
 	}
 	for (int i = 0; i < x->nlinks; i++)
 		devs[n++] = x->links[i].name;
 	ret = xdpr_nf_check(x, devs, n, nf);
 	if (ret < 0)
-		return fail(EXIT_FAIL, "%s", x->err);
-	if (!ret || a->force)
+		return snprintf(err, len, "%s", x->err), EXIT_FAIL;
+	if (!ret || force)
 		return EXIT_OK;
 	bypass_list(nf, list, sizeof(list));
-	return fail(EXIT_FAIL, "packets forwarded by XDP bypass %s, and this network namespace "
-		    "has rules there: %s; use \"force\" to attach anyway, or express that policy "
-		    "as \"xdpr filter\" rules", nf_hooks(nf), list);
+	snprintf(err, len, "packets forwarded by XDP bypass %s, and this network namespace "
+		 "has rules there: %s; use \"force\" to attach anyway, or express that policy "
+		 "as \"xdpr filter\" rules", nf_hooks(nf), list);
+	return EXIT_FAIL;
 }
 
 static int link_attach(int argc, char **argv)
@@ -150,6 +153,7 @@ static int link_attach(int argc, char **argv)
 	static struct xdpr_nf_report nf;
 	struct attach_args a;
 	char err[256], list[sizeof(nf.f) + 64], warn[sizeof(list) + 128];
+	static char gerr[sizeof(list) + 512];
 	int ret;
 
 	if (parse_attach(argc, argv, &a, err, sizeof(err))) {
@@ -162,10 +166,10 @@ static int link_attach(int argc, char **argv)
 		xdpr_close(&x);
 		return fail(EXIT_FAIL, "%s", x.err);
 	}
-	ret = nf_guard(&x, &a, &nf);
+	ret = attach_guard(&x, a.devs, a.ndev, a.force, &nf, gerr, sizeof(gerr));
 	if (ret) {
 		xdpr_close(&x);
-		return ret;
+		return fail(ret, "%s", gerr);
 	}
 	ret = xdpr_attach(&x, a.devs, a.ndev, a.mode, a.force ? XDPR_F_FORCE : 0, &info);
 	xdpr_close(&x);

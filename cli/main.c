@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "conf.h"
 #include "out.h"
 
 #ifndef XDPR_VERSION
@@ -42,6 +43,8 @@ static void usage(FILE *f)
 		"       xdpr [OPTIONS] route { add | replace | del | flush | show | load } ...\n"
 		"       xdpr [OPTIONS] filter { add | insert | del | flush | policy | load | show } ...\n"
 		"       xdpr [OPTIONS] set { add | del | flush | show } ...\n"
+		"       xdpr save                     (the running state, in the words restore reads)\n"
+		"       xdpr restore { FILE | - }     (make the running state that file's, all or nothing)\n"
 		"       xdpr help\n"
 		"OPTIONS := { -j|--json  -p|--pretty  -s|--stats (twice: per CPU)  -V|--version  -h|--help }\n");
 }
@@ -56,6 +59,8 @@ static const struct {
 	{ "route", do_route },
 	{ "filter", do_filter },
 	{ "set",   do_set },
+	{ "save",  do_save },
+	{ "restore", do_restore },
 };
 
 int main(int argc, char **argv)

@@ -2149,6 +2149,143 @@ int xdpr_set_flush(struct xdpr *x, const char *name)
 
 /* ---- counters, flows, links ---- */
 
+/* ---- whole filters (xdpr restore, xdprd) ---- */
+
+static struct xdpr_flt_member *sorted(const struct xdpr_flt_member *m, size_t n, size_t *dup);
+
+static bool addr_same(const struct xdpr_flt_addr *a, const struct xdpr_flt_addr *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	if (a->kind == XDPR_FA_SET)
+		return !strcmp(a->set, b->set);
+	return a->kind == XDPR_FA_ANY ||
+	       (a->family == b->family && a->plen == b->plen && !memcmp(a->addr, b->addr, 16));
+}
+
+/* The same rule as written (ids and resolved ifindexes aside). */
+static bool spec_same(const struct xdpr_flt_spec *a, const struct xdpr_flt_spec *b)
+{
+	if (a->action != b->action || a->has != b->has || strcmp(a->in, b->in) ||
+	    strcmp(a->out, b->out) || !addr_same(&a->src, &b->src) || !addr_same(&a->dst, &b->dst))
+		return false;
+	if ((a->has & XDPR_FH_PROTO) && a->proto != b->proto)
+		return false;
+	if ((a->has & XDPR_FH_STATE) && a->states != b->states)
+		return false;
+	if ((a->has & XDPR_FH_SPORT) && memcmp(a->sport, b->sport, sizeof(a->sport)))
+		return false;
+	if ((a->has & XDPR_FH_DPORT) && memcmp(a->dport, b->dport, sizeof(a->dport)))
+		return false;
+	if ((a->has & XDPR_FH_ICMP_TYPE) && a->icmp_type != b->icmp_type)
+		return false;
+	return !(a->has & XDPR_FH_ICMP_CODE) || a->icmp_code == b->icmp_code;
+}
+
+bool xdpr_flt_same(const struct xdpr_flt_list *a, const struct xdpr_flt_list *b)
+{
+	if (a->policy != b->policy || a->n != b->n || a->nsets != b->nsets)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (!spec_same(&a->r[i], &b->r[i]))
+			return false;
+	for (size_t i = 0; i < a->nsets; i++) {
+		const struct xdpr_flt_set *s = xdpr_flt_set_find(b, a->sets[i].name);
+		struct xdpr_flt_member *ma, *mb;
+		bool same;
+		size_t dup;
+
+		if (!s || s->n != a->sets[i].n)
+			return false;
+		/* members in any order (a file lists them as written) */
+		ma = sorted(a->sets[i].m, s->n, &dup);
+		mb = sorted(s->m, s->n, &dup);
+		same = ma && mb && !memcmp(ma, mb, s->n * sizeof(*ma));
+		free(ma);
+		free(mb);
+		if (!same)
+			return false;
+	}
+	return true;
+}
+
+int xdpr_flt_replace(struct xdpr *x, const struct xdpr_flt_list *want, long *bad)
+{
+	struct xdpr_flt_list live, nl;
+	struct xdpr_cfg c;
+	bool *taken = NULL;
+	int err;
+
+	*bad = -1;
+	if (want->policy != XDPR_FLT_ACCEPT && want->policy != XDPR_FLT_DROP) {
+		seterr(x, "the policy is accept or drop");
+		return -EINVAL;
+	}
+	if (want->n > XDPR_FLT_MAX_RULES || want->nsets > XDPR_FLT_MAX_SETS) {
+		seterr(x, want->n > XDPR_FLT_MAX_RULES ? "the filter holds at most %d rules"
+			  : "at most %d sets", want->n > XDPR_FLT_MAX_RULES ? XDPR_FLT_MAX_RULES
+			  : XDPR_FLT_MAX_SETS);
+		return -ENOSPC;
+	}
+	err = live_list(x, &c, &live);
+	if (err)
+		return err;
+	memset(&nl, 0, sizeof(nl));
+	nl.policy = want->policy;
+	nl.next_id = live.next_id;
+	nl.r = calloc(want->n + 1, sizeof(*nl.r));
+	nl.sets = calloc(want->nsets + 1, sizeof(*nl.sets));
+	taken = calloc(live.n + 1, sizeof(*taken));
+	if (!nl.r || !nl.sets || !taken) {
+		seterr(x, "out of memory");
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < want->nsets && !err; i++) {
+		const struct xdpr_flt_set *s = &want->sets[i];
+
+		err = set_args(x, s->name, s->m, s->n);
+		if (!err && xdpr_flt_set_find(&nl, s->name)) {
+			seterr(x, "set \"%s\" is given twice", s->name);
+			err = -EEXIST;
+		}
+		if (!err && s->n > XDPR_SET_MAX) {
+			seterr(x, "set \"%s\" would hold %zu members (at most %d)", s->name, s->n,
+			       XDPR_SET_MAX);
+			err = -ENOSPC;
+		}
+		if (!err) {
+			nl.sets[i] = *s;
+			err = sorted_once(x, s->m, s->n, &nl.sets[i].m);
+			nl.nsets = i + 1;
+		}
+	}
+	for (size_t i = 0; i < want->n && !err; i++) {
+		err = rule_check(x, &nl, &want->r[i]);
+		if (err) {
+			*bad = i;
+			break;
+		}
+		nl.r[i] = want->r[i];
+		nl.r[i].id = 0;
+		/* an unchanged rule keeps its id, and so its counter */
+		for (size_t k = 0; k < live.n; k++)
+			if (!taken[k] && spec_same(&live.r[k], &want->r[i])) {
+				taken[k] = true;
+				nl.r[i].id = live.r[k].id;
+				break;
+			}
+		nl.n = i + 1;
+	}
+	free(taken);
+	return finish(x, &c, &live, &nl, err);
+out:
+	free(taken);
+	xdpr_flt_list_free(&live);
+	xdpr_flt_list_free(&nl);
+	return err;
+}
+
 int xdpr_flt_counters(struct xdpr *x, struct xdpr_ctr **out, int *ncpu)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, o);

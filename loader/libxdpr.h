@@ -351,6 +351,14 @@ int xdpr_flt_flush(struct xdpr *x);
 int xdpr_flt_policy(struct xdpr *x, __u8 policy);
 /* Replace every rule; *bad: index of the rule an error is about, else -1. */
 int xdpr_flt_load(struct xdpr *x, struct xdpr_flt_spec *r, size_t n, long *bad);
+/*
+ * Make want (rules, sets, policy) the live filter in one switch; a rule
+ * equal to a live one keeps its id and counter.  *bad: the rule an error is
+ * about, else -1.
+ */
+int xdpr_flt_replace(struct xdpr *x, const struct xdpr_flt_list *want, long *bad);
+/* The same filter: policy, rules in order as written, sets and members. */
+bool xdpr_flt_same(const struct xdpr_flt_list *a, const struct xdpr_flt_list *b);
 /* Members into a set (created when new); the filter is recompiled. */
 int xdpr_set_add(struct xdpr *x, const char *name, const struct xdpr_flt_member *m, size_t n);
 /* Members out of a set; n == 0: the set itself (refused while a rule names it). */

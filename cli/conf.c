@@ -1,0 +1,1020 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * conf.c - the whole configuration of a router in the CLI's words.
+ *
+ * A file holds the commands that build the state, one a line:
+ *
+ *   link attach DEV... [mode {native|skb}] [force]
+ *   nat limit ... | nat timeout ... | nat add out DEV ...
+ *   route add PREFIX ...
+ *   set add NAME PREFIX...
+ *   filter policy {accept|drop} | filter add RULE
+ *   on-stop {keep|detach}                (xdprd only)
+ *
+ * and is the whole state: what it does not say is the default (no rule,
+ * no route, policy accept, default timeouts and sizes).  xdpr save prints
+ * the running state this way; conf_apply makes the running state equal to
+ * a file by changing only what differs, in an order that adds before it
+ * removes (attach, sizes, NAT rules, routes, filter, then NAT rules and
+ * interfaces no longer wanted), and undoes its changes when the kernel
+ * refuses one.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include "conf.h"
+#include "out.h"
+
+#define ERR(...) (snprintf(err, len, __VA_ARGS__), EXIT_FAIL)
+
+/* The knobs a file may set, in conf->knob_line order (parse_knobs checks the values). */
+static const struct {
+	const char *cmd, *word;
+	size_t off;
+	__u32 def;
+} knob[] = {
+	{ "limit",   "sessions",  offsetof(struct xdpr_cfg, nat_sess),   XDPR_NAT_DEF_SESS },
+	{ "limit",   "host",      offsetof(struct xdpr_cfg, host_limit), XDPR_DEF_HOST_LIMIT },
+	{ "timeout", "tcp-est",   offsetof(struct xdpr_cfg, tcp_est),    XDPR_DEF_TCP_EST },
+	{ "timeout", "tcp-trans", offsetof(struct xdpr_cfg, tcp_trans),  XDPR_DEF_TCP_TRANS },
+	{ "timeout", "udp",       offsetof(struct xdpr_cfg, udp),        XDPR_DEF_UDP },
+	{ "timeout", "icmp",      offsetof(struct xdpr_cfg, icmp),       XDPR_DEF_ICMP },
+	{ "timeout", "holddown",  offsetof(struct xdpr_cfg, holddown),   XDPR_DEF_HOLDDOWN },
+};
+#define NKNOBS (sizeof(knob) / sizeof(knob[0]))
+
+static __u32 *knob_at(struct xdpr_cfg *c, size_t k)
+{
+	return (__u32 *)((char *)c + knob[k].off);
+}
+
+static __u32 knob_get(const struct xdpr_cfg *c, size_t k)
+{
+	return *(const __u32 *)((const char *)c + knob[k].off);
+}
+
+void conf_init(struct conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t k = 0; k < NKNOBS; k++)
+		*knob_at(&c->knobs, k) = knob[k].def;
+	c->flt.policy = XDPR_FLT_ACCEPT;
+}
+
+void conf_free(struct conf *c)
+{
+	free(c->route);
+	free(c->route_line);
+	free(c->flt_line);
+	xdpr_flt_list_free(&c->flt);
+	conf_init(c);
+}
+
+/* ---- reading a file ---- */
+
+/* Split a line into words in place: *w grows (malloc'd); returns the count or -1. */
+static int split(char *line, char ***w, size_t *cap)
+{
+	char *save = NULL;
+	size_t n = 0;
+
+	for (char *t = strtok_r(line, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
+		if (n == *cap) {
+			size_t nc = *cap ? 2 * *cap : 64;
+			char **m = realloc(*w, nc * sizeof(*m));
+
+			if (!m)
+				return -1;
+			*w = m;
+			*cap = nc;
+		}
+		(*w)[n++] = t;
+	}
+	return (int)n;
+}
+
+static int grow(void **p, size_t size, size_t *cap, size_t need)
+{
+	void *m;
+	size_t nc;
+
+	if (need <= *cap)
+		return 0;
+	nc = *cap ? 2 * *cap : 256;
+	while (nc < need)
+		nc *= 2;
+	m = realloc(*p, nc * size);
+	if (!m)
+		return -ENOMEM;
+	*p = m;
+	*cap = nc;
+	return 0;
+}
+
+static int add_links(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
+{
+	struct attach_args a;
+
+	if (parse_attach(argc, argv, &a, err, len))
+		return EXIT_USAGE;
+	for (int i = 0; i < a.ndev; i++) {
+		for (int k = 0; k < c->nlink; k++)
+			if (!strcmp(c->link[k].name, a.devs[i]))
+				return snprintf(err, len, "device \"%s\" is already attached on line %zu",
+						a.devs[i], c->link[k].line), EXIT_USAGE;
+		if (c->nlink >= XDPR_MAX_IFACES - 1)
+			return snprintf(err, len, "too many devices"), EXIT_USAGE;
+		struct conf_link *l = &c->link[c->nlink++];
+
+		snprintf(l->name, sizeof(l->name), "%s", a.devs[i]);
+		l->mode = a.mode;
+		l->force = a.force;
+		l->line = line;
+	}
+	return 0;
+}
+
+static int add_knobs(struct conf *c, const char *cmd, int argc, char **argv, size_t line,
+		     char *err, size_t len)
+{
+	if (!argc)
+		return snprintf(err, len, "\"nat %s\" needs KEY VALUE pairs", cmd), EXIT_USAGE;
+	if (parse_knobs(cmd, argc, argv, &c->knobs, err, len))
+		return EXIT_USAGE;
+	for (int i = 0; i < argc; i += 2)
+		for (size_t k = 0; k < NKNOBS; k++) {
+			if (strcmp(knob[k].cmd, cmd) || strcmp(knob[k].word, argv[i]))
+				continue;
+			if (c->knob_line[k])
+				return snprintf(err, len, "\"%s\" is already set on line %zu", argv[i],
+						c->knob_line[k]), EXIT_USAGE;
+			c->knob_line[k] = line;
+		}
+	return 0;
+}
+
+static int add_nat(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
+{
+	struct nat_rule_args a;
+	struct conf_nat *n;
+
+	if (parse_nat_rule(argc, argv, &a, err, len))
+		return EXIT_USAGE;
+	for (int k = 0; k < c->nnat; k++)
+		if (!strcmp(c->nat[k].dev, a.dev) && c->nat[k].r.src_net == a.r.src_net &&
+		    c->nat[k].r.src_mask == a.r.src_mask)
+			return snprintf(err, len, "a rule for out %s with this src is already on line %zu",
+					a.dev, c->nat[k].line), EXIT_USAGE;
+	if (c->nnat >= XDPR_NAT_MAX_RULES - 1)
+		return snprintf(err, len, "at most %d NAT rules", XDPR_NAT_MAX_RULES - 1), EXIT_FAIL;
+	n = &c->nat[c->nnat++];
+	snprintf(n->dev, sizeof(n->dev), "%s", a.dev);
+	n->r = a.r;
+	n->line = line;
+	return 0;
+}
+
+static int add_route(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
+{
+	size_t cap = c->route_cap;
+	int ret;
+
+	if (grow((void **)&c->route, sizeof(*c->route), &c->route_cap, c->nroute + 1))
+		return ERR("out of memory");
+	if (c->route_cap != cap || !c->route_line) {
+		size_t *m = realloc(c->route_line, c->route_cap * sizeof(*m));
+
+		if (!m)
+			return ERR("out of memory");
+		c->route_line = m;
+	}
+	ret = parse_route(argc, argv, &c->route[c->nroute], err, len);
+	if (ret)
+		return ret;
+	c->route_line[c->nroute++] = line;
+	return 0;
+}
+
+static struct xdpr_flt_set *set_get(struct conf *c, const char *name)
+{
+	struct xdpr_flt_set *s = xdpr_flt_set_find(&c->flt, name), *m;
+
+	if (s)
+		return s;
+	m = realloc(c->flt.sets, (c->flt.nsets + 1) * sizeof(*m));
+	if (!m)
+		return NULL;
+	c->flt.sets = m;
+	s = &m[c->flt.nsets++];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	return s;
+}
+
+static int add_set(struct conf *c, int argc, char **argv, char *err, size_t len)
+{
+	struct xdpr_flt_member *m;
+	struct xdpr_flt_set *s;
+
+	if (argc < 1) /* a set without members: "set add NAME" */
+		return snprintf(err, len, "\"set add\" needs a set name"), EXIT_USAGE;
+	if (!set_name_ok(argv[0]))
+		return snprintf(err, len, "invalid set name \"%s\" (1-%d of A-Z a-z 0-9 _ . -)",
+				argv[0], XDPR_SET_NAMESZ - 1), EXIT_USAGE;
+	if (!xdpr_flt_set_find(&c->flt, argv[0]) && c->flt.nsets >= XDPR_FLT_MAX_SETS)
+		return ERR("at most %d sets", XDPR_FLT_MAX_SETS);
+	s = set_get(c, argv[0]);
+	if (!s)
+		return ERR("out of memory");
+	m = realloc(s->m, (s->n + argc) * sizeof(*m));
+	if (!m)
+		return ERR("out of memory");
+	s->m = m;
+	for (int i = 1; i < argc; i++)
+		if (parse_member(argv[i], &s->m[s->n++], err, len))
+			return EXIT_USAGE;
+	return 0;
+}
+
+static int add_filter(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
+{
+	int ret;
+
+	if (c->flt.n >= XDPR_FLT_MAX_RULES)
+		return ERR("the filter holds at most %d rules", XDPR_FLT_MAX_RULES);
+	if (c->flt.n == c->flt_cap) {
+		size_t nc = c->flt_cap ? 2 * c->flt_cap : 256;
+		struct xdpr_flt_spec *r = realloc(c->flt.r, nc * sizeof(*r));
+		size_t *l = r ? realloc(c->flt_line, nc * sizeof(*l)) : NULL;
+
+		if (r)
+			c->flt.r = r;
+		if (l)
+			c->flt_line = l;
+		if (!r || !l)
+			return ERR("out of memory");
+		c->flt_cap = nc;
+	}
+	ret = parse_filter_rule(argc, argv, &c->flt.r[c->flt.n], err, len);
+	if (ret)
+		return ret;
+	c->flt_line[c->flt.n++] = line;
+	return 0;
+}
+
+static int once(size_t *where, size_t line, const char *what, char *err, size_t len)
+{
+	if (*where)
+		return snprintf(err, len, "%s is already given on line %zu", what, *where), EXIT_USAGE;
+	*where = line;
+	return 0;
+}
+
+static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, size_t len)
+{
+#define IS(a, b) (n >= 2 && !strcmp(w[0], a) && !strcmp(w[1], b))
+	if (IS("link", "attach"))
+		return add_links(c, n - 2, w + 2, line, err, len);
+	if (IS("nat", "add"))
+		return add_nat(c, n - 2, w + 2, line, err, len);
+	if (IS("nat", "timeout") || IS("nat", "limit"))
+		return add_knobs(c, w[1], n - 2, w + 2, line, err, len);
+	if (IS("route", "add"))
+		return add_route(c, n - 2, w + 2, line, err, len);
+	if (IS("set", "add"))
+		return add_set(c, n - 2, w + 2, err, len);
+	if (IS("filter", "add"))
+		return add_filter(c, n - 2, w + 2, line, err, len);
+	if (IS("filter", "policy")) {
+		if (n != 3 || (strcmp(w[2], "accept") && strcmp(w[2], "drop")))
+			return snprintf(err, len, "expected \"filter policy { accept | drop }\""), EXIT_USAGE;
+		c->flt.policy = w[2][0] == 'a' ? XDPR_FLT_ACCEPT : XDPR_FLT_DROP;
+		return once(&c->policy_line, line, "the filter policy", err, len);
+	}
+	if (!strcmp(w[0], "on-stop")) {
+		if (n != 2 || (strcmp(w[1], "keep") && strcmp(w[1], "detach")))
+			return snprintf(err, len, "expected \"on-stop { keep | detach }\""), EXIT_USAGE;
+		c->on_stop = w[1][0] == 'k' ? CONF_STOP_KEEP : CONF_STOP_DETACH;
+		return once(&c->on_stop_line, line, "on-stop", err, len);
+	}
+#undef IS
+	return snprintf(err, len, "\"%s%s%s\" is not a configuration command (link attach, nat add, "
+			"nat limit, nat timeout, route add, set add, filter add, filter policy, on-stop)",
+			w[0], n > 1 ? " " : "", n > 1 ? w[1] : ""), EXIT_USAGE;
+}
+
+static int member_order(const void *a, const void *b)
+{
+	const struct xdpr_flt_member *x = a, *y = b;
+
+	if (x->family != y->family)
+		return x->family - y->family;
+	if (x->plen != y->plen)
+		return x->plen - y->plen;
+	return memcmp(x->addr, y->addr, sizeof(x->addr));
+}
+
+static int route_order(const void *a, const void *b)
+{
+	const struct xdpr_route_spec *x = a, *y = b;
+
+	if (x->family != y->family)
+		return x->family - y->family;
+	if (x->plen != y->plen)
+		return x->plen < y->plen ? -1 : 1;
+	return memcmp(x->addr, y->addr, sizeof(x->addr));
+}
+
+/* Route indexes by prefix, then by line (the earlier one first). */
+static const struct xdpr_route_spec *route_base;
+
+static int index_order(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int c = route_order(&route_base[x], &route_base[y]);
+
+	return c ? c : x < y ? -1 : x > y;
+}
+
+static void fmt_prefix(int family, const __u8 *addr, unsigned int plen, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	inet_ntop(family, addr, a, sizeof(a));
+	snprintf(buf, len, "%s/%u", a, plen);
+}
+
+/* What a file says across lines: sets named by rules exist, nothing given twice. */
+static int conf_check(struct conf *c, const char *name, char *err, size_t len)
+{
+	char p[64];
+
+	for (size_t i = 0; i < c->flt.n; i++) {
+		const struct xdpr_flt_addr *a[2] = { &c->flt.r[i].src, &c->flt.r[i].dst };
+
+		for (int k = 0; k < 2; k++)
+			if (a[k]->kind == XDPR_FA_SET && !xdpr_flt_set_find(&c->flt, a[k]->set))
+				return ERR("%s line %zu: no \"set add %s\" line for this rule", name,
+					   c->flt_line[i], a[k]->set);
+	}
+	for (size_t i = 0; i < c->flt.nsets; i++) {
+		struct xdpr_flt_set *s = &c->flt.sets[i];
+
+		qsort(s->m, s->n, sizeof(*s->m), member_order);
+		for (size_t k = 1; k < s->n; k++)
+			if (!member_order(&s->m[k - 1], &s->m[k])) {
+				fmt_prefix(s->m[k].family, s->m[k].addr, s->m[k].plen, p, sizeof(p));
+				return ERR("%s: %s is listed twice in set \"%s\"", name, p, s->name);
+			}
+		if (s->n > XDPR_SET_MAX)
+			return ERR("%s: set \"%s\" has %zu members (at most %d)", name, s->name, s->n,
+				   XDPR_SET_MAX);
+	}
+	/* a prefix listed twice: name both lines */
+	if (c->nroute > 1) {
+		size_t *ord = malloc(c->nroute * sizeof(*ord));
+
+		if (!ord)
+			return ERR("out of memory");
+		for (size_t i = 0; i < c->nroute; i++)
+			ord[i] = i;
+		route_base = c->route;
+		qsort(ord, c->nroute, sizeof(*ord), index_order);
+		for (size_t i = 1; i < c->nroute; i++) {
+			const struct xdpr_route_spec *a = &c->route[ord[i - 1]], *b = &c->route[ord[i]];
+
+			if (route_order(a, b))
+				continue;
+			fmt_prefix(b->family, b->addr, b->plen, p, sizeof(p));
+			snprintf(err, len, "%s line %zu: route %s is already on line %zu", name,
+				 c->route_line[ord[i]], p, c->route_line[ord[i - 1]]);
+			free(ord);
+			return EXIT_FAIL;
+		}
+		free(ord);
+	}
+	return 0;
+}
+
+int conf_parse(FILE *f, const char *name, struct conf *c, char *err, size_t len)
+{
+	char *line = NULL, **w = NULL, e[1024];
+	size_t lcap = 0, wcap = 0, lineno = 0;
+	int ret = 0;
+
+	conf_init(c);
+	snprintf(c->name, sizeof(c->name), "%s ", name);
+	while (getline(&line, &lcap, f) >= 0) {
+		char *hash = strchr(line, '#');
+		int n;
+
+		lineno++;
+		if (hash)
+			*hash = 0;
+		n = split(line, &w, &wcap);
+		if (n < 0) {
+			ret = ERR("%s line %zu: out of memory", name, lineno);
+			break;
+		}
+		if (!n)
+			continue;
+		ret = conf_line(c, n, w, lineno, e, sizeof(e));
+		if (ret) {
+			snprintf(err, len, "%s line %zu: %s", name, lineno, e);
+			break;
+		}
+	}
+	if (!ret && ferror(f))
+		ret = ERR("cannot read \"%s\": %s", name, strerror(errno));
+	if (!ret)
+		ret = conf_check(c, name, err, len);
+	free(line);
+	free(w);
+	if (ret)
+		conf_free(c);
+	return ret;
+}
+
+/* ---- the running state ---- */
+
+struct route_acc {
+	struct conf *c;
+	int err;
+};
+
+static int take_route(const struct xdpr_route_info *ri, void *arg)
+{
+	struct route_acc *ra = arg;
+	struct conf *c = ra->c;
+
+	if (grow((void **)&c->route, sizeof(*c->route), &c->route_cap, c->nroute + 1)) {
+		ra->err = -ENOMEM;
+		return 1;
+	}
+	c->route[c->nroute++] = ri->spec;
+	return 0;
+}
+
+int conf_read(struct xdpr *x, struct conf *c, char *err, size_t len)
+{
+	static struct xdpr_rule_info ri[XDPR_NAT_MAX_RULES];
+	struct route_acc ra = { c, 0 };
+	struct xdpr_cfg cfg;
+	int n;
+
+	conf_init(c);
+	for (int i = 0; i < x->nlinks; i++) {
+		snprintf(c->link[i].name, sizeof(c->link[i].name), "%s", x->links[i].name);
+		c->link[i].mode = x->links[i].mode;
+	}
+	c->nlink = x->nlinks;
+	if (!x->nlinks)
+		return 0;
+	if (xdpr_cfg_get(x, &cfg))
+		goto fail;
+	for (size_t k = 0; k < NKNOBS; k++)
+		*knob_at(&c->knobs, k) = knob_get(&cfg, k);
+	n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES);
+	if (n < 0)
+		goto fail;
+	for (int i = 0; i < n; i++) {
+		snprintf(c->nat[i].dev, sizeof(c->nat[i].dev), "%s", ri[i].dev);
+		c->nat[i].r = ri[i].r;
+	}
+	c->nnat = n;
+	if (xdpr_route_foreach(x, NULL, take_route, &ra))
+		goto fail;
+	if (ra.err) {
+		conf_free(c);
+		return ERR("out of memory");
+	}
+	xdpr_flt_list_free(&c->flt);
+	if (xdpr_flt_get(x, &c->flt))
+		goto fail;
+	return 0;
+fail:
+	conf_free(c);
+	return ERR("%s", x->err);
+}
+
+/* ---- printing ---- */
+
+static void print_nat(FILE *f, const struct conf_nat *n)
+{
+	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	const struct xdpr_nat_rule *r = &n->r;
+
+	fprintf(f, "nat add out %s", n->dev);
+	if (r->flags & XDPR_NAT_MASQ) {
+		fprintf(f, " masquerade");
+	} else {
+		__be32 last = htonl(ntohl(r->pool_first) + r->pool_count - 1);
+
+		inet_ntop(AF_INET, &r->pool_first, a, sizeof(a));
+		inet_ntop(AF_INET, &last, b, sizeof(b));
+		if (r->pool_count == 1)
+			fprintf(f, " to %s", a);
+		else
+			fprintf(f, " to %s-%s", a, b);
+	}
+	if (r->src_mask) {
+		inet_ntop(AF_INET, &r->src_net, a, sizeof(a));
+		fprintf(f, " src %s/%d", a, __builtin_popcount(r->src_mask));
+	}
+	if (r->port_min != 1024 || r->port_max != 65535)
+		fprintf(f, " ports %u-%u", r->port_min, r->port_max);
+	if (r->flags & XDPR_NAT_EIF)
+		fprintf(f, " filter eif");
+	fputc('\n', f);
+}
+
+static void print_route(FILE *f, const struct xdpr_route_spec *s)
+{
+	char p[INET6_ADDRSTRLEN + 8], a[INET6_ADDRSTRLEN], dev[IF_NAMESIZE];
+
+	fmt_prefix(s->family, s->addr, s->plen, p, sizeof(p));
+	fprintf(f, "route add %s", p);
+	if (s->r.action == XDPR_RT_BLACKHOLE) {
+		fprintf(f, " blackhole\n");
+		return;
+	}
+	if (s->r.action == XDPR_RT_PASS) {
+		fprintf(f, " pass\n");
+		return;
+	}
+	for (int i = 0; i < s->r.nnh && i < XDPR_RT_MAX_NH; i++) {
+		inet_ntop(s->family, s->r.nh[i].gw, a, sizeof(a));
+		if (!if_indextoname(s->r.nh[i].ifindex, dev))
+			snprintf(dev, sizeof(dev), "if%u", s->r.nh[i].ifindex);
+		fprintf(f, " via %s dev %s", a, dev);
+	}
+	fputc('\n', f);
+}
+
+void conf_print(FILE *f, const struct conf *c)
+{
+	char buf[512];
+
+	/* one line per mode, in attach order */
+	for (int m = XDPR_MODE_NATIVE; m <= XDPR_MODE_SKB; m++) {
+		int k = 0;
+
+		for (int i = 0; i < c->nlink; i++) {
+			if (c->link[i].mode != (enum xdpr_mode)m)
+				continue;
+			fprintf(f, "%s %s", k++ ? "" : "link attach", c->link[i].name);
+		}
+		if (k)
+			fprintf(f, "%s\n", m == XDPR_MODE_SKB ? " mode skb" : "");
+	}
+	for (const char *cmd = "limit"; cmd; cmd = !strcmp(cmd, "limit") ? "timeout" : NULL) {
+		int k = 0;
+
+		for (size_t i = 0; i < NKNOBS; i++) {
+			if (strcmp(knob[i].cmd, cmd) || knob_get(&c->knobs, i) == knob[i].def)
+				continue;
+			fprintf(f, "%s %s %u", k++ ? "" : !strcmp(cmd, "limit") ? "nat limit" : "nat timeout",
+				knob[i].word, knob_get(&c->knobs, i));
+		}
+		if (k)
+			fputc('\n', f);
+	}
+	for (int i = 0; i < c->nnat; i++)
+		print_nat(f, &c->nat[i]);
+	{
+		/* routes in prefix order: the same file whatever order they were added in */
+		struct xdpr_route_spec *rs = malloc((c->nroute ? c->nroute : 1) * sizeof(*rs));
+
+		if (rs) {
+			memcpy(rs, c->route, c->nroute * sizeof(*rs));
+			qsort(rs, c->nroute, sizeof(*rs), route_order);
+			for (size_t i = 0; i < c->nroute; i++)
+				print_route(f, &rs[i]);
+			free(rs);
+		} else {
+			for (size_t i = 0; i < c->nroute; i++)
+				print_route(f, &c->route[i]);
+		}
+	}
+	/* sets: 32 members a line */
+	for (size_t i = 0; i < c->flt.nsets; i++) {
+		const struct xdpr_flt_set *s = &c->flt.sets[i];
+
+		if (!s->n)
+			fprintf(f, "set add %s\n", s->name);
+		for (size_t k = 0; k < s->n; k++) {
+			if (!(k % 32))
+				fprintf(f, "set add %s", s->name);
+			fmt_prefix(s->m[k].family, s->m[k].addr, s->m[k].plen, buf, sizeof(buf));
+			fprintf(f, " %s", buf);
+			if (k % 32 == 31 || k + 1 == s->n)
+				fputc('\n', f);
+		}
+	}
+	if (c->flt.policy == XDPR_FLT_DROP)
+		fprintf(f, "filter policy drop\n");
+	for (size_t i = 0; i < c->flt.n; i++) {
+		fmt_filter_rule(&c->flt.r[i], buf, sizeof(buf));
+		fprintf(f, "filter add %s\n", buf);
+	}
+}
+
+/* ---- applying ---- */
+
+static const struct conf_link *link_in(const struct conf *c, const char *name)
+{
+	for (int i = 0; i < c->nlink; i++)
+		if (!strcmp(c->link[i].name, name))
+			return &c->link[i];
+	return NULL;
+}
+
+static const struct conf_nat *nat_in(const struct conf *c, const struct conf_nat *n)
+{
+	for (int i = 0; i < c->nnat; i++)
+		if (!strcmp(c->nat[i].dev, n->dev) && c->nat[i].r.src_net == n->r.src_net &&
+		    c->nat[i].r.src_mask == n->r.src_mask)
+			return &c->nat[i];
+	return NULL;
+}
+
+static bool nat_same(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
+{
+	__u32 f = XDPR_NAT_MASQ | XDPR_NAT_EIF;
+
+	return (a->flags & f) == (b->flags & f) && a->port_min == b->port_min &&
+	       a->port_max == b->port_max && (a->flags & XDPR_NAT_MASQ ||
+	       (a->pool_first == b->pool_first && a->pool_count == b->pool_count));
+}
+
+static bool route_same(const struct xdpr_route_spec *a, const struct xdpr_route_spec *b)
+{
+	if (a->r.action != b->r.action || a->r.nnh != b->r.nnh)
+		return false;
+	for (int i = 0; i < a->r.nnh && i < XDPR_RT_MAX_NH; i++)
+		if (a->r.nh[i].ifindex != b->r.nh[i].ifindex ||
+		    memcmp(a->r.nh[i].gw, b->r.nh[i].gw, sizeof(a->r.nh[i].gw)))
+			return false;
+	return true;
+}
+
+/* Sorted copies of both route lists (malloc'd). */
+static int sorted_routes(const struct conf *c, struct xdpr_route_spec **out)
+{
+	*out = malloc((c->nroute ? c->nroute : 1) * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, c->route, c->nroute * sizeof(**out));
+	qsort(*out, c->nroute, sizeof(**out), route_order);
+	return 0;
+}
+
+/* Above this many single changes the route table is rebuilt in one load. */
+#define CONF_ROUTE_STEPS 32
+
+static int apply_routes(struct xdpr *x, const struct conf *want, const struct conf *have,
+			struct conf_diff *d, char *err, size_t len)
+{
+	struct xdpr_route_spec *w = NULL, *h = NULL, *ops = NULL;
+	size_t i = 0, j = 0, nops = 0;
+	char p[64];
+	int ret = 0;
+
+	if (sorted_routes(want, &w) || sorted_routes(have, &h) ||
+	    !(ops = malloc((CONF_ROUTE_STEPS + 1) * sizeof(*ops)))) {
+		ret = ERR("out of memory");
+		goto out;
+	}
+	/* ops: a spec to add or replace, or (action 0xff) a prefix to delete */
+	while (i < want->nroute || j < have->nroute) {
+		int c = i == want->nroute ? 1 : j == have->nroute ? -1 : route_order(&w[i], &h[j]);
+
+		if (!c && route_same(&w[i], &h[j])) {
+			i++, j++;
+			continue;
+		}
+		if (nops > CONF_ROUTE_STEPS)
+			break;
+		if (c <= 0) {
+			ops[nops] = w[i++];
+			ops[nops++].r.id = c ? 0 : 1; /* 1: replace */
+			if (!c)
+				j++;
+		} else {
+			ops[nops] = h[j++];
+			ops[nops++].r.action = 0xff;
+		}
+	}
+	if (!nops)
+		goto out;
+	if (nops > CONF_ROUTE_STEPS) {
+		if (xdpr_route_load(x, w, (int)want->nroute)) {
+			ret = ERR("%s", x->err);
+			goto out;
+		}
+		d->routes_loaded = true;
+		d->routes_changed = (int)nops;
+		goto out;
+	}
+	for (size_t k = 0; k < nops && !ret; k++) {
+		struct xdpr_route_spec *s = &ops[k];
+		int e;
+
+		fmt_prefix(s->family, s->addr, s->plen, p, sizeof(p));
+		if (s->r.action == 0xff) {
+			e = xdpr_route_del(x, s);
+		} else {
+			bool replace = s->r.id == 1;
+
+			s->r.id = 0;
+			e = xdpr_route_add(x, s, replace);
+		}
+		if (e)
+			ret = ERR("%s", x->err);
+		else
+			d->routes_changed++;
+	}
+out:
+	free(w);
+	free(h);
+	free(ops);
+	return ret;
+}
+
+/* Before any change: what the kernel would refuse that can be known now. */
+static int precheck(struct xdpr *x, const struct conf *want, const struct conf *have, char *err,
+		    size_t len)
+{
+	static struct xdpr_nf_report nf;
+	struct xdpr_route_spec *h = NULL;
+	char *devs[XDPR_MAX_IFACES];
+	int n = 0, ret = 0;
+	bool force = false;
+
+	if (!want->nlink && (want->nnat || want->nroute || want->flt.n || want->flt.nsets ||
+			     want->policy_line))
+		return ERR("no \"link attach\" line: the fast path holds no state until it is attached");
+	for (int i = 0; i < want->nlink; i++) {
+		const struct conf_link *l = &want->link[i], *o = link_in(have, l->name);
+
+		if (o && o->mode != l->mode)
+			return ERR("%sline %zu: %s is attached in %s mode (detach it to change the mode)",
+				   want->name, l->line, l->name, xdpr_mode_name(o->mode));
+		if (o)
+			continue;
+		if (!if_nametoindex(l->name))
+			return ERR("%sline %zu: cannot find device \"%s\"", want->name, l->line, l->name);
+		devs[n++] = (char *)l->name;
+		force |= l->force;
+	}
+	if (n && (ret = attach_guard(x, devs, n, force, &nf, err, len)))
+		return ret;
+	/* routes new or changed: devices and gateways */
+	if (sorted_routes(have, &h)) {
+		ret = ERR("out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < want->nroute; i++) {
+		const struct xdpr_route_spec *o = bsearch(&want->route[i], h, have->nroute, sizeof(*h),
+							  route_order);
+
+		if (o && route_same(o, &want->route[i]))
+			continue;
+		if (xdpr_route_check(x, &want->route[i])) {
+			ret = ERR("%sline %zu: %s", want->name, want->route_line ? want->route_line[i] : 0,
+				  x->err);
+			goto out;
+		}
+	}
+out:
+	free(h);
+	return ret;
+}
+
+static int attach_new(struct xdpr *x, const struct conf *want, const struct conf *have,
+		      struct conf_diff *d, char *err, size_t len)
+{
+	static struct xdpr_attach_info info;
+
+	for (int m = XDPR_MODE_NATIVE; m <= XDPR_MODE_SKB; m++) {
+		char *devs[XDPR_MAX_IFACES];
+		unsigned int flags = 0;
+		int n = 0;
+
+		for (int i = 0; i < want->nlink; i++) {
+			const struct conf_link *l = &want->link[i];
+
+			if (l->mode != (enum xdpr_mode)m || link_in(have, l->name))
+				continue;
+			devs[n++] = (char *)l->name;
+			if (l->force)
+				flags |= XDPR_F_FORCE;
+		}
+		if (!n)
+			continue;
+		if (xdpr_attach(x, devs, n, m, flags, &info))
+			return ERR("link attach %s: %s", devs[0], x->err);
+		d->attached += n;
+		/* the handle learns the new links by opening again (the lock is taken again) */
+		xdpr_close(x);
+		if (xdpr_open(x, XDPR_O_LOCK))
+			return ERR("%s", x->err);
+	}
+	return 0;
+}
+
+static int apply_knobs(struct xdpr *x, const struct conf *want, struct conf_diff *d, char *err,
+		       size_t len)
+{
+	struct xdpr_nat_resize rs;
+	struct xdpr_cfg c, nc;
+
+	if (xdpr_cfg_get(x, &c))
+		return ERR("%s", x->err);
+	if (c.nat_sess != want->knobs.nat_sess) {
+		if (xdpr_nat_resize(x, want->knobs.nat_sess, &rs))
+			return ERR("nat limit sessions %u: %s", want->knobs.nat_sess, x->err);
+		d->resized = true;
+		if (xdpr_cfg_get(x, &c))
+			return ERR("%s", x->err);
+	}
+	nc = c;
+	for (size_t k = 1; k < NKNOBS; k++) /* 0, the size, is done */
+		*knob_at(&nc, k) = knob_get(&want->knobs, k);
+	if (!memcmp(&nc, &c, sizeof(c)))
+		return 0;
+	if (xdpr_cfg_set(x, &nc))
+		return ERR("nat timeout/limit: %s", x->err);
+	d->knobs = true;
+	return 0;
+}
+
+/* want onto the router as it is (have): the steps, stopping at the first refused. */
+static int change(struct xdpr *x, const struct conf *want, const struct conf *have,
+		  struct conf_diff *d, char *err, size_t len)
+{
+	char *devs[XDPR_MAX_IFACES];
+	int ret, n = 0;
+	long bad;
+
+	if ((ret = attach_new(x, want, have, d, err, len)))
+		return ret;
+	if (!want->nlink)
+		goto detach;
+	if ((ret = apply_knobs(x, want, d, err, len)))
+		return ret;
+	for (int i = 0; i < want->nnat; i++) {
+		const struct conf_nat *o = nat_in(have, &want->nat[i]);
+		struct xdpr_nat_rule r = want->nat[i].r;
+
+		if (o && nat_same(&o->r, &r))
+			continue;
+		if (xdpr_nat_add(x, want->nat[i].dev, &r, o != NULL))
+			return ERR("%sline %zu: %s", want->name, want->nat[i].line, x->err);
+		*(o ? &d->nat_replaced : &d->nat_added) += 1;
+	}
+	if ((ret = apply_routes(x, want, have, d, err, len)))
+		return ret;
+	if (!xdpr_flt_same(&want->flt, &have->flt)) {
+		if (xdpr_flt_replace(x, &want->flt, &bad)) {
+			if (bad >= 0 && want->flt_line)
+				return ERR("%sline %zu: %s", want->name, want->flt_line[bad], x->err);
+			return ERR("filter: %s", x->err);
+		}
+		d->filter = true;
+	}
+	for (int i = 0; i < have->nnat; i++) {
+		if (nat_in(want, &have->nat[i]))
+			continue;
+		if (xdpr_nat_del(x, have->nat[i].dev, have->nat[i].r.src_net, have->nat[i].r.src_mask))
+			return ERR("nat del out %s: %s", have->nat[i].dev, x->err);
+		d->nat_deleted++;
+	}
+detach:
+	for (int i = 0; i < have->nlink; i++)
+		if (!link_in(want, have->link[i].name))
+			devs[n++] = (char *)have->link[i].name;
+	if (!n)
+		return 0;
+	/* their NAT rules went above, unless the file keeps a rule waiting for one */
+	for (int i = 0; i < n; i++) {
+		unsigned int flags = XDPR_F_FORCE;
+
+		for (int k = 0; k < want->nnat; k++)
+			if (!strcmp(want->nat[k].dev, devs[i]))
+				flags = 0;
+		if (xdpr_detach(x, &devs[i], 1, flags))
+			return ERR("link detach %s: %s", devs[i], x->err);
+		d->detached++;
+	}
+	return 0;
+}
+
+int conf_apply(struct xdpr *x, const struct conf *want, struct conf_diff *d, char *err, size_t len)
+{
+	struct conf have, now;
+	struct conf_diff undo = {};
+	char e2[512];
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	if (conf_read(x, &have, err, len))
+		return EXIT_FAIL;
+	ret = precheck(x, want, &have, err, len);
+	if (!ret)
+		ret = change(x, want, &have, d, err, len);
+	if (ret && (d->attached || d->detached || d->nat_added || d->nat_replaced || d->nat_deleted ||
+		    d->routes_changed || d->knobs || d->resized || d->filter)) {
+		/* back to what ran before, the same way */
+		size_t used = strlen(err);
+
+		if (conf_read(x, &now, e2, sizeof(e2)) || change(x, &have, &now, &undo, e2, sizeof(e2)))
+			snprintf(err + used, len > used ? len - used : 0,
+				 "; undoing the changes made before it failed too: %s", e2);
+		else
+			d->rolled_back = true;
+		conf_free(&now);
+	}
+	conf_free(&have);
+	return ret;
+}
+
+/* ---- commands ---- */
+
+int do_save(int argc, char **argv)
+{
+	static struct xdpr x;
+	static struct conf c;
+	char err[1024];
+	int ret;
+
+	(void)argv;
+	if (argc)
+		return fail(EXIT_USAGE, "\"save\" takes no arguments");
+	ret = xdpr_open(&x, 0);
+	if (ret && ret != -ENOENT) {
+		xdpr_close(&x);
+		return fail(EXIT_FAIL, "%s", x.err);
+	}
+	ret = conf_read(&x, &c, err, sizeof(err));
+	xdpr_close(&x);
+	if (ret)
+		return fail(EXIT_FAIL, "%s", err);
+	conf_print(stdout, &c);
+	conf_free(&c);
+	if (fflush(stdout) || ferror(stdout))
+		return fail(EXIT_FAIL, "cannot write: %s", strerror(errno));
+	return EXIT_OK;
+}
+
+int do_restore(int argc, char **argv)
+{
+	static struct xdpr x;
+	static struct conf c;
+	struct conf_diff d;
+	char err[4096];
+	FILE *f;
+	int ret;
+
+	if (argc != 1)
+		return fail(EXIT_USAGE, "expected \"restore { FILE | - }\"");
+	f = !strcmp(argv[0], "-") ? stdin : fopen(argv[0], "r");
+	if (!f)
+		return fail(EXIT_FAIL, "cannot open \"%s\": %s", argv[0], strerror(errno));
+	ret = conf_parse(f, !strcmp(argv[0], "-") ? "stdin" : argv[0], &c, err, sizeof(err));
+	if (f != stdin)
+		fclose(f);
+	if (ret)
+		return fail(ret, "%s (nothing applied)", err);
+	ret = xdpr_open(&x, XDPR_O_LOCK);
+	if (!ret) /* finish or undo what a killed command left */
+		ret = xdpr_nat_repair(&x, NULL, 0);
+	if (ret && ret != -ENOENT) {
+		xdpr_close(&x);
+		conf_free(&c);
+		return fail(EXIT_FAIL, "%s", x.err);
+	}
+	ret = conf_apply(&x, &c, &d, err, sizeof(err));
+	xdpr_close(&x);
+	conf_free(&c);
+	if (ret)
+		return fail(EXIT_FAIL, "%s (%s)", err, d.rolled_back ? "nothing applied: undone" :
+			    "nothing applied");
+	print_warnings(x.note);
+	out_obj_open(NULL);
+	out_u64("attached", "attached %llu", d.attached);
+	out_u64("detached", ", detached %llu", d.detached);
+	out_u64("nat_added", "; NAT rules added %llu", d.nat_added);
+	out_u64("nat_replaced", ", replaced %llu", d.nat_replaced);
+	out_u64("nat_deleted", ", deleted %llu", d.nat_deleted);
+	out_u64("routes_changed", "; routes changed %llu", d.routes_changed);
+	out_bool("routes_reloaded", NULL, d.routes_loaded);
+	out_bool("filter_changed", "; filter changed %s", d.filter);
+	out_bool("nat_resized", "; NAT tables resized %s", d.resized);
+	out_bool("nat_settings_changed", "; NAT settings changed %s\n", d.knobs);
+	out_obj_close();
+	out_flush_doc();
+	return EXIT_OK;
+}

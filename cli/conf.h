@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * conf.h - a router's whole configuration in the CLI's own words: read from
+ * a file (xdpr restore, xdprd), read from the running router (xdpr save),
+ * printed back, and applied to the router as a difference.
+ */
+#ifndef XDPR_CONF_H
+#define XDPR_CONF_H
+
+#include <stdio.h>
+#include "cli.h"
+
+enum conf_on_stop { CONF_STOP_KEEP = 0, CONF_STOP_DETACH = 1 };
+
+struct conf_link {
+	char name[IF_NAMESIZE];
+	enum xdpr_mode mode;
+	bool force;             /* "link attach ... force": attach over netfilter rules */
+	size_t line;
+};
+
+struct conf_nat {
+	char dev[IF_NAMESIZE];
+	struct xdpr_nat_rule r; /* flags, src, pool, ports */
+	size_t line;
+};
+
+struct conf {
+	int nlink;
+	struct conf_link link[XDPR_MAX_IFACES];
+	struct xdpr_cfg knobs;  /* timeouts, host_limit, nat_sess; the rest unused */
+	int nnat;
+	struct conf_nat nat[XDPR_NAT_MAX_RULES];
+	size_t nroute, route_cap;
+	struct xdpr_route_spec *route;
+	size_t *route_line;
+	struct xdpr_flt_list flt; /* rules, sets, policy */
+	size_t *flt_line, flt_cap;
+	enum conf_on_stop on_stop; /* xdprd only: what stopping the daemon does */
+	/* where each once-only word was given (0: not given), for errors */
+	size_t policy_line, on_stop_line, knob_line[8];
+	char name[256];         /* "FILE " for errors about a line; "" for a running state */
+};
+
+/* What conf_apply changed. */
+struct conf_diff {
+	int attached, detached, nat_added, nat_replaced, nat_deleted;
+	int routes_changed;     /* routes added, replaced or deleted */
+	bool routes_loaded;     /* the whole table was rebuilt (many changes) */
+	bool knobs, resized, filter;
+	bool rolled_back;       /* a change failed and what was done before it was undone */
+};
+
+void conf_init(struct conf *c);
+void conf_free(struct conf *c);
+/*
+ * A configuration file (name: for errors): 0, or EXIT_USAGE / EXIT_FAIL with
+ * "NAME line N: ..." in err.  Devices a route names must exist (the kernel
+ * gives the route its ifindex); every other device may be missing.
+ */
+int conf_parse(FILE *f, const char *name, struct conf *c, char *err, size_t len);
+/* The running state of an open router (x->nlinks == 0: nothing attached). */
+int conf_read(struct xdpr *x, struct conf *c, char *err, size_t len);
+/* c in the words conf_parse reads back (xdpr save). */
+void conf_print(FILE *f, const struct conf *c);
+/*
+ * Make the router of x (opened with XDPR_O_LOCK, attached or not) run
+ * want, changing only what differs.  Nothing is applied unless the whole
+ * file checks out against this namespace; a change the kernel then
+ * refuses undoes the changes made before it (d->rolled_back).  x is
+ * re-opened on the way (attach); 0, or EXIT_FAIL with err.
+ */
+int conf_apply(struct xdpr *x, const struct conf *want, struct conf_diff *d, char *err, size_t len);
+
+/* xdpr save, xdpr restore */
+int do_save(int argc, char **argv);
+int do_restore(int argc, char **argv);
+
+#endif
