@@ -14,6 +14,9 @@ PKGS     := libxdp libbpf libnftables jansson libip4tc libip6tc
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Ibpf -Iloader -Icli -I$(BUILD)
 CFLAGS   += $(shell pkg-config --cflags $(PKGS))
 LDLIBS    = $(shell pkg-config --libs $(PKGS))
+# the daemon's: rtnetlink (libmnl), the metrics server (libmicrohttpd), sd_notify (libsystemd)
+DPKGS    := libmnl libmicrohttpd libsystemd
+DLDLIBS   = $(shell pkg-config --libs $(DPKGS)) -lpthread
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -I$(ARCH_INC) -Ibpf
 
 ifeq ($(V),1)
@@ -35,7 +38,7 @@ UNIT_BINS := $(UNIT_SRCS:selftests/unit/%.c=$(BUILD)/selftests/%)
 BPFT_SRCS := $(wildcard selftests/bpf/*.c)
 BPFT_BINS := $(BPFT_SRCS:selftests/bpf/%.c=$(BUILD)/selftests/%)
 
-all: $(BUILD)/xdpr $(UNIT_BINS) $(BPFT_BINS)
+all: $(BUILD)/xdpr $(BUILD)/xdprd $(UNIT_BINS) $(BPFT_BINS)
 
 $(BUILD)/xdpr.bpf.o: bpf/xdpr.bpf.c $(BPF_HDRS)
 	$(call msg,BPF,$@)
@@ -63,6 +66,16 @@ $(BUILD)/cli/%.o: cli/%.c $(wildcard cli/*.h) loader/libxdpr.h $(BPF_HDRS)
 $(BUILD)/xdpr: $(CLI_OBJS) $(BUILD)/libxdpr.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/daemon/%.o: daemon/%.c $(wildcard cli/*.h) loader/libxdpr.h $(BPF_HDRS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(shell pkg-config --cflags $(DPKGS)) -c $< -o $@
+
+# the daemon: the CLI's parsing and config engine, not its main
+$(BUILD)/xdprd: $(BUILD)/daemon/xdprd.o $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(DLDLIBS)
 
 # the library alone: no CLI objects (they need the CLI's main)
 $(BUILD)/selftests/test_rtindex: selftests/unit/test_rtindex.c $(BUILD)/libxdpr.a

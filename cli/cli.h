@@ -46,6 +46,7 @@ struct stats_args {
 	const char *dev;     /* NULL: every interface */
 	unsigned int interval; /* seconds, 0: one snapshot */
 	unsigned long count;   /* samples in interval mode, 0: until Ctrl-C */
+	bool prom, prom_given; /* -o prometheus */
 };
 
 /* 0, or EXIT_USAGE with the message in err. */

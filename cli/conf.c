@@ -113,6 +113,21 @@ static int grow(void **p, size_t size, size_t *cap, size_t need)
 	return 0;
 }
 
+/* A device left out (CONF_P_PRESENT): named once in c->waiting. */
+static void wait_for(struct conf *c, const char *dev)
+{
+	size_t used = strlen(c->waiting), n = strlen(dev);
+	const char *p = c->waiting;
+
+	while ((p = strstr(p, dev))) {
+		if ((p == c->waiting || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return;
+		p += n;
+	}
+	if (used + n + 2 < sizeof(c->waiting))
+		snprintf(c->waiting + used, sizeof(c->waiting) - used, "%s%s", used ? " " : "", dev);
+}
+
 static int add_links(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
 {
 	struct attach_args a;
@@ -126,7 +141,13 @@ static int add_links(struct conf *c, int argc, char **argv, size_t line, char *e
 						a.devs[i], c->link[k].line), EXIT_USAGE;
 		if (c->nlink >= XDPR_MAX_IFACES - 1)
 			return snprintf(err, len, "too many devices"), EXIT_USAGE;
-		struct conf_link *l = &c->link[c->nlink++];
+		struct conf_link *l;
+
+		if ((c->flags & CONF_P_PRESENT) && !if_nametoindex(a.devs[i])) {
+			wait_for(c, a.devs[i]);
+			continue;
+		}
+		l = &c->link[c->nlink++];
 
 		snprintf(l->name, sizeof(l->name), "%s", a.devs[i]);
 		l->mode = a.mode;
@@ -191,6 +212,13 @@ static int add_route(struct conf *c, int argc, char **argv, size_t line, char *e
 		c->route_line = m;
 	}
 	ret = parse_route(argc, argv, &c->route[c->nroute], err, len);
+	if (ret == EXIT_FAIL && (c->flags & CONF_P_PRESENT)) {
+		/* the only EXIT_FAIL: a next hop's device is missing */
+		for (int i = 0; i + 3 < argc; i++)
+			if (!strcmp(argv[i + 2], "dev") && !if_nametoindex(argv[i + 3]))
+				wait_for(c, argv[i + 3]);
+		return 0;
+	}
 	if (ret)
 		return ret;
 	c->route_line[c->nroute++] = line;
@@ -398,13 +426,14 @@ static int conf_check(struct conf *c, const char *name, char *err, size_t len)
 	return 0;
 }
 
-int conf_parse(FILE *f, const char *name, struct conf *c, char *err, size_t len)
+int conf_parse(FILE *f, const char *name, unsigned int flags, struct conf *c, char *err, size_t len)
 {
 	char *line = NULL, **w = NULL, e[1024];
 	size_t lcap = 0, wcap = 0, lineno = 0;
 	int ret = 0;
 
 	conf_init(c);
+	c->flags = flags;
 	snprintf(c->name, sizeof(c->name), "%s ", name);
 	while (getline(&line, &lcap, f) >= 0) {
 		char *hash = strchr(line, '#');
@@ -983,7 +1012,7 @@ int do_restore(int argc, char **argv)
 	f = !strcmp(argv[0], "-") ? stdin : fopen(argv[0], "r");
 	if (!f)
 		return fail(EXIT_FAIL, "cannot open \"%s\": %s", argv[0], strerror(errno));
-	ret = conf_parse(f, !strcmp(argv[0], "-") ? "stdin" : argv[0], &c, err, sizeof(err));
+	ret = conf_parse(f, !strcmp(argv[0], "-") ? "stdin" : argv[0], 0, &c, err, sizeof(err));
 	if (f != stdin)
 		fclose(f);
 	if (ret)

@@ -40,6 +40,8 @@ struct conf {
 	/* where each once-only word was given (0: not given), for errors */
 	size_t policy_line, on_stop_line, knob_line[8];
 	char name[256];         /* "FILE " for errors about a line; "" for a running state */
+	unsigned int flags;     /* conf_parse's */
+	char waiting[512];      /* CONF_P_PRESENT: the devices left out, space separated */
 };
 
 /* What conf_apply changed. */
@@ -51,6 +53,13 @@ struct conf_diff {
 	bool rolled_back;       /* a change failed and what was done before it was undone */
 };
 
+/*
+ * conf_parse flags.  CONF_P_PRESENT (xdprd): a device that does not exist
+ * now leaves out what needs it (its link attach, routes through it) and is
+ * named in c->waiting, instead of failing the file.
+ */
+#define CONF_P_PRESENT 1u
+
 void conf_init(struct conf *c);
 void conf_free(struct conf *c);
 /*
@@ -58,7 +67,7 @@ void conf_free(struct conf *c);
  * "NAME line N: ..." in err.  Devices a route names must exist (the kernel
  * gives the route its ifindex); every other device may be missing.
  */
-int conf_parse(FILE *f, const char *name, struct conf *c, char *err, size_t len);
+int conf_parse(FILE *f, const char *name, unsigned int flags, struct conf *c, char *err, size_t len);
 /* The running state of an open router (x->nlinks == 0: nothing attached). */
 int conf_read(struct xdpr *x, struct conf *c, char *err, size_t len);
 /* c in the words conf_parse reads back (xdpr save). */

@@ -9,10 +9,12 @@
 #include <unistd.h>
 #include "cli.h"
 #include "out.h"
+#include "prom.h"
 
 static void stats_usage(void)
 {
-	fprintf(stderr, "Usage: xdpr [-j] [-s [-s]] stats [show] [dev DEV] [interval SECS [count N]]\n");
+	fprintf(stderr, "Usage: xdpr [-j] [-s [-s]] stats [show] [dev DEV] [interval SECS [count N]]\n"
+			"       xdpr [-s -s] stats -o prometheus   (every counter as Prometheus text; -s -s: per CPU too)\n");
 }
 
 #define USAGE(...) (snprintf(err, len, __VA_ARGS__), EXIT_USAGE)
@@ -27,7 +29,16 @@ int parse_stats(int argc, char **argv, struct stats_args *a, char *err, size_t l
 	for (int i = 0; i < argc; i++) {
 		const char *kw = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(kw, "dev")) {
+		if (!strcmp(kw, "-o")) {
+			if (!val || (strcmp(val, "prometheus") && strcmp(val, "text")))
+				return USAGE("\"-o\" needs prometheus or text");
+			if (a->prom_given)
+				return USAGE("\"-o\" is given twice");
+			a->prom_given = true;
+			a->prom = !strcmp(val, "prometheus");
+		} else if (!strcmp(kw, "dev")) {
+			if (a->dev)
+				return USAGE("\"dev\" is given twice");
 			if (!val || !*val || strlen(val) >= IF_NAMESIZE)
 				return USAGE("\"dev\" needs a device name");
 			a->dev = val;
@@ -46,6 +57,8 @@ int parse_stats(int argc, char **argv, struct stats_args *a, char *err, size_t l
 	}
 	if (a->count && !a->interval)
 		return USAGE("\"count\" goes with \"interval\"");
+	if (a->prom && (a->dev || a->interval))
+		return USAGE("\"-o prometheus\" prints every interface once (no dev, no interval)");
 	return 0;
 }
 
@@ -232,6 +245,24 @@ static int run_interval(struct xdpr *x, const struct xdpr_link **links, int n,
 	return 0;
 }
 
+static int stats_prom(struct xdpr *x)
+{
+	char err[512];
+	int ret = xdpr_open(x, 0);
+
+	if (ret && ret != -ENOENT) { /* nothing attached: xdpr_links_attached 0 */
+		xdpr_close(x);
+		return fail(EXIT_FAIL, "%s", x->err);
+	}
+	ret = prom_write(stdout, x, opts.detail >= 2, err, sizeof(err));
+	xdpr_close(x);
+	if (ret)
+		return fail(EXIT_FAIL, "%s", err);
+	if (fflush(stdout) || ferror(stdout))
+		return fail(EXIT_FAIL, "cannot write: %s", strerror(errno));
+	return EXIT_OK;
+}
+
 int do_stats(int argc, char **argv)
 {
 	static struct xdpr x;
@@ -248,6 +279,8 @@ int do_stats(int argc, char **argv)
 	if (parse_stats(argc, argv, &a, msg, sizeof(msg))) {
 		return fail(EXIT_USAGE, "%s", msg);
 	}
+	if (a.prom)
+		return stats_prom(&x);
 	if (xdpr_open(&x, 0)) {
 		xdpr_close(&x);
 		return fail(EXIT_FAIL, "%s", x.err);

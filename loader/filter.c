@@ -2405,6 +2405,16 @@ int xdpr_flt_flows_flush(struct xdpr *x, struct xdpr_flt_gc_cmd *res)
 	return err;
 }
 
+int xdpr_flt_flows_gc(struct xdpr *x, struct xdpr_flt_gc_cmd *res)
+{
+	struct xdpr_flt_gc_cmd cmd[4] = { { .op = XDPR_GC_EXPIRED } }; /* >= ETH_HLEN of input */
+	int err = xdpr_run_prog(x, XDPR_PROG_FLT_GC, cmd, sizeof(cmd), 0);
+
+	if (!err)
+		*res = cmd[0];
+	return err;
+}
+
 int xdpr_flt_relink(struct xdpr *x, char *const *attached, int n)
 {
 	struct xdpr_flt_list live, nl;

@@ -99,6 +99,12 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
  */
 int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags);
 
+/*
+ * The MAC of every attached interface written again where it changed
+ * (ip link set DEV address ...): how many changed, or -errno with x->err.
+ */
+int xdpr_link_sync(struct xdpr *x);
+
 /* Find a link by name; NULL if that interface is not attached. */
 const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name);
 
@@ -371,6 +377,8 @@ int xdpr_set_flush(struct xdpr *x, const char *name);
 int xdpr_flt_counters(struct xdpr *x, struct xdpr_ctr **out, int *ncpu);
 /* Flow states: live, and expired ones not yet reused or swept. */
 int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired, __u64 *max);
+/* Delete the expired flow states (XDPR_GC_EXPIRED; an expired state passes nothing). */
+int xdpr_flt_flows_gc(struct xdpr *x, struct xdpr_flt_gc_cmd *res);
 /* Delete every flow state (the xdpr_flt_gc program, XDPR_GC_ALL): res says how many. */
 int xdpr_flt_flows_flush(struct xdpr *x, struct xdpr_flt_gc_cmd *res);
 /*

@@ -687,6 +687,29 @@ out:
 	return err;
 }
 
+int xdpr_link_sync(struct xdpr *x)
+{
+	int changed = 0;
+
+	for (int i = 0; i < x->nlinks; i++) {
+		struct xdpr_iface cfg;
+		__u8 mac[6];
+		__u32 key = x->links[i].ifindex;
+
+		if (!x->links[i].has_cfg || iface_mac(x->links[i].name, mac) ||
+		    bpf_map_lookup_elem(x->fd[XM_IFACES], &key, &cfg) || !memcmp(cfg.mac, mac, 6))
+			continue;
+		memcpy(cfg.mac, mac, 6);
+		if (bpf_map_update_elem(x->fd[XM_IFACES], &key, &cfg, BPF_EXIST)) {
+			seterr(x, "cannot update \"%s\": %s", x->links[i].name, strerror(errno));
+			return -errno;
+		}
+		memcpy(x->links[i].cfg.mac, mac, 6);
+		changed++;
+	}
+	return changed;
+}
+
 int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 {
 	const struct xdpr_link *todo[XDPR_MAX_IFACES];

@@ -1,0 +1,914 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xdprd - the xdpr router as a service.
+ *
+ *   xdprd [--config FILE] [--metrics ADDR:PORT|none] [--gc SECS] [--foreground]
+ *
+ * A client of libxdpr like the CLI, not a second source of truth: the
+ * state stays in the kernel's maps.  It
+ *   - applies its file (the CLI's words, cli/conf.c) at start and on SIGHUP,
+ *     as a difference against the running state;
+ *   - follows the kernel over rtnetlink (libmnl): an address added or
+ *     removed rebuilds the router's own-address exemptions, a configured
+ *     interface that appears again (deleted and re-created) is attached
+ *     again and its routes re-resolved, a MAC change is written to the
+ *     maps, a neighbour change refreshes the routes that keep a gateway's MAC;
+ *   - sweeps expired NAT sessions, idle bindings and flow states every
+ *     --gc seconds;
+ *   - serves Prometheus metrics (libmicrohttpd) on --metrics;
+ *   - tells systemd where it is (sd_notify: READY, RELOADING, STOPPING).
+ * It takes the router's lock only while it changes something, so the CLI
+ * works beside it.  Stopping it leaves the fast path running (on-stop keep,
+ * the default) or detaches every interface (on-stop detach).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/signalfd.h>
+#include <linux/if_link.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+#include <libmnl/libmnl.h>
+#include <microhttpd.h>
+#include <systemd/sd-daemon.h>
+#include "conf.h"
+#include "out.h"
+#include "prom.h"
+
+#ifndef XDPR_VERSION
+#define XDPR_VERSION "0.1"
+#endif
+
+#define DEF_CONFIG  "/etc/xdpr/xdpr.conf"
+#define DEF_METRICS "127.0.0.1:9477"
+#define DEF_GC      10          /* seconds between sweeps */
+#define SETTLE_MS   100         /* netlink events are gathered this long before acting */
+
+struct cli_opts opts; /* the CLI's options: xdprd prints nothing through out.c */
+
+int fail(int code, const char *fmt, ...)
+{
+	(void)fmt;
+	return code;
+}
+
+static struct {
+	const char *config;
+	const char *metrics;        /* ADDR:PORT or "none" */
+	unsigned int gc_secs;
+	bool foreground;
+	bool journal;               /* stderr is the journal: lines carry a priority */
+	char *text;                 /* the file as last read (start, SIGHUP) */
+	size_t text_len;
+	enum conf_on_stop on_stop;
+	char waiting[512];
+	pthread_mutex_t mu;         /* one router action at a time: main loop or a scrape */
+	/* the daemon's own counters (metrics) */
+	unsigned long long applies, apply_errors, events[3], gc_runs, gc_sessions, gc_bindings,
+			   gc_flows, gc_errors, follows, scrapes;
+	bool config_ok;
+} d = { .config = DEF_CONFIG, .metrics = DEF_METRICS, .gc_secs = DEF_GC,
+	.mu = PTHREAD_MUTEX_INITIALIZER };
+
+enum { EV_ADDR, EV_LINK, EV_NEIGH };
+
+/* One line per event: stderr, which systemd gives to the journal. */
+__attribute__((format(printf, 2, 3)))
+static void logm(int prio, const char *fmt, ...)
+{
+	va_list ap;
+	char line[2048];
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* control characters (a device name, a file's words) never reach the log raw */
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			*p = '?';
+	if (d.journal)
+		fprintf(stderr, "<%d>%s\n", prio, line);
+	else
+		fprintf(stderr, "xdprd: %s\n", line);
+}
+
+static int read_config(char **text, size_t *len, char *err, size_t elen)
+{
+	FILE *f = fopen(d.config, "r");
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!f)
+		return snprintf(err, elen, "cannot open \"%s\": %s", d.config, strerror(errno)), -1;
+	for (;;) {
+		if (n + 4096 > cap) {
+			char *m = realloc(buf, cap = cap ? 2 * cap : 65536);
+
+			if (!m) {
+				free(buf);
+				fclose(f);
+				return snprintf(err, elen, "out of memory"), -1;
+			}
+			buf = m;
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		snprintf(err, elen, "cannot read \"%s\": %s", d.config, strerror(errno));
+		free(buf);
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+/* The last file read, parsed now (devices resolved now). */
+static int parse_text(struct conf *c, char *err, size_t len)
+{
+	FILE *f = fmemopen(d.text_len ? d.text : "", d.text_len ? d.text_len : 1, "r");
+	int ret;
+
+	if (!f)
+		return snprintf(err, len, "cannot read the configuration: %s", strerror(errno)), -1;
+	ret = conf_parse(f, d.config, CONF_P_PRESENT, c, err, len);
+	fclose(f);
+	return ret;
+}
+
+/* Open the router under the lock, finishing what a killed command left. */
+static int open_locked(struct xdpr *x, char *err, size_t len)
+{
+	int ret = xdpr_open(x, XDPR_O_LOCK);
+
+	if (!ret)
+		ret = xdpr_nat_repair(x, NULL, 0);
+	if (ret && ret != -ENOENT) {
+		snprintf(err, len, "%s", x->err);
+		xdpr_close(x);
+		return -1;
+	}
+	return 0;
+}
+
+static void note_waiting(const struct conf *c)
+{
+	if (strcmp(c->waiting, d.waiting)) {
+		if (c->waiting[0])
+			logm(LOG_WARNING, "waiting for %s: the lines that need %s apply once %s",
+			     c->waiting, strchr(c->waiting, ' ') ? "them" : "it",
+			     strchr(c->waiting, ' ') ? "they exist" : "it exists");
+		else if (d.waiting[0])
+			logm(LOG_INFO, "no device is missing any more");
+		snprintf(d.waiting, sizeof(d.waiting), "%s", c->waiting);
+	}
+}
+
+/* The whole file onto the router (start, SIGHUP). */
+static int apply(const char *why)
+{
+	static struct xdpr x;
+	static struct conf c;
+	struct conf_diff df;
+	char err[4096];
+	int ret;
+
+	d.applies++;
+	if (parse_text(&c, err, sizeof(err))) {
+		logm(LOG_ERR, "%s: configuration not applied: %s", why, err);
+		d.apply_errors++;
+		d.config_ok = false;
+		return -1;
+	}
+	d.on_stop = c.on_stop;
+	note_waiting(&c);
+	if (open_locked(&x, err, sizeof(err))) {
+		logm(LOG_ERR, "%s: configuration not applied: %s", why, err);
+		conf_free(&c);
+		d.apply_errors++;
+		d.config_ok = false;
+		return -1;
+	}
+	ret = conf_apply(&x, &c, &df, err, sizeof(err));
+	if (!ret && x.note[0])
+		logm(LOG_WARNING, "%s: %s", why, x.note);
+	xdpr_close(&x);
+	conf_free(&c);
+	if (ret) {
+		logm(LOG_ERR, "%s: configuration not applied: %s (%s)", why, err,
+		     df.rolled_back ? "the changes made before it were undone" : "nothing changed");
+		d.apply_errors++;
+		d.config_ok = false;
+		return -1;
+	}
+	d.config_ok = true;
+	if (df.attached || df.detached || df.nat_added || df.nat_replaced || df.nat_deleted ||
+	    df.routes_changed || df.filter || df.resized || df.knobs)
+		logm(LOG_INFO, "%s: configuration applied: attached %d, detached %d; NAT rules added %d, "
+		     "replaced %d, deleted %d; routes changed %d; filter %s; NAT tables %s; NAT "
+		     "settings %s", why, df.attached, df.detached, df.nat_added, df.nat_replaced,
+		     df.nat_deleted, df.routes_changed, df.filter ? "changed" : "unchanged",
+		     df.resized ? "resized" : "kept", df.knobs ? "changed" : "unchanged");
+	else
+		logm(LOG_INFO, "%s: configuration applied: the router already ran it", why);
+	return 0;
+}
+
+/* ---- following the kernel ---- */
+
+#define MAX_PEND 64
+static struct {
+	bool local, macs, neigh, all;
+	int nlinks;
+	char links[MAX_PEND][IF_NAMESIZE]; /* configured devices that appeared */
+	struct timespec due;
+	bool armed;
+} pend;
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static long long pend_due;
+
+static void arm(void)
+{
+	if (!pend.armed) {
+		pend.armed = true;
+		pend_due = now_ms() + SETTLE_MS;
+	}
+}
+
+/* Names the file attaches or routes through (parsed without the present check). */
+static bool configured(const char *name)
+{
+	char err[512];
+	struct conf c;
+	bool yes = false;
+
+	if (parse_text(&c, err, sizeof(err)))
+		return false;
+	for (int i = 0; i < c.nlink && !yes; i++)
+		yes = !strcmp(c.link[i].name, name);
+	if (!yes) { /* routes through it, or its link attach, left out while it was missing */
+		const char *p = strstr(c.waiting, name);
+
+		yes = p && (p == c.waiting || p[-1] == ' ') && (!p[strlen(name)] || p[strlen(name)] == ' ');
+	}
+	if (!yes) {
+		__u32 idx = if_nametoindex(name);
+
+		for (size_t i = 0; i < c.nroute && idx && !yes; i++)
+			for (int k = 0; k < c.route[i].r.nnh && !yes; k++)
+				yes = c.route[i].r.nh[k].ifindex == idx;
+	}
+	conf_free(&c);
+	return yes;
+}
+
+static int attr_cb(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+	int type = mnl_attr_get_type(a);
+
+	if (mnl_attr_type_valid(a, IFLA_MAX > NDA_MAX ? IFLA_MAX : NDA_MAX) < 0)
+		return MNL_CB_OK;
+	tb[type] = a;
+	return MNL_CB_OK;
+}
+
+static int nl_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct nlattr *tb[(IFLA_MAX > NDA_MAX ? IFLA_MAX : NDA_MAX) + 1] = {};
+
+	(void)data;
+	switch (nlh->nlmsg_type) {
+	case RTM_NEWADDR:
+	case RTM_DELADDR:
+		d.events[EV_ADDR]++;
+		pend.local = true;
+		arm();
+		break;
+	case RTM_NEWLINK: {
+		const struct ifinfomsg *ifm = mnl_nlmsg_get_payload(nlh);
+		const char *name;
+
+		d.events[EV_LINK]++;
+		mnl_attr_parse(nlh, sizeof(*ifm), attr_cb, tb);
+		if (!tb[IFLA_IFNAME])
+			break;
+		name = mnl_attr_get_str(tb[IFLA_IFNAME]);
+		pend.macs = true; /* cheap: only changed MACs are written */
+		if (pend.nlinks < MAX_PEND) {
+			bool dup = false;
+
+			for (int i = 0; i < pend.nlinks; i++)
+				dup |= !strcmp(pend.links[i], name);
+			if (!dup)
+				snprintf(pend.links[pend.nlinks++], IF_NAMESIZE, "%s", name);
+		} else {
+			pend.all = true;
+		}
+		arm();
+		break;
+	}
+	case RTM_DELLINK:
+		d.events[EV_LINK]++;
+		pend.local = true;
+		arm();
+		break;
+	case RTM_NEWNEIGH:
+	case RTM_DELNEIGH:
+		d.events[EV_NEIGH]++;
+		pend.neigh = true;
+		arm();
+		break;
+	}
+	return MNL_CB_OK;
+}
+
+struct route_find {
+	const struct xdpr_route_spec *want;
+	int found; /* 1: the prefix, 2: the same route */
+};
+
+static int find_route(const struct xdpr_route_info *ri, void *arg)
+{
+	struct route_find *rf = arg;
+	const struct xdpr_route_spec *a = &ri->spec, *b = rf->want;
+	bool same = a->r.action == b->r.action && a->r.nnh == b->r.nnh;
+
+	if (a->family != b->family || a->plen != b->plen || memcmp(a->addr, b->addr, 16))
+		return 0;
+	for (int k = 0; same && k < a->r.nnh && k < XDPR_RT_MAX_NH; k++)
+		same = a->r.nh[k].ifindex == b->r.nh[k].ifindex &&
+		       !memcmp(a->r.nh[k].gw, b->r.nh[k].gw, sizeof(a->r.nh[k].gw));
+	rf->found = same ? 2 : 1;
+	return 1;
+}
+
+/*
+ * A configured device is there (again): attach it if the file does and it
+ * is not, and give the routes through it its ifindex now.  NAT rules and
+ * filter rules follow the name by themselves once it is attached.
+ */
+static void follow_link(struct xdpr *x, struct conf *c, const char *name)
+{
+	static struct xdpr_attach_info info;
+	const struct conf_link *l = NULL;
+	__u32 idx = if_nametoindex(name);
+	int routes = 0;
+	char err[512];
+
+	if (!idx)
+		return;
+	for (int i = 0; i < c->nlink; i++)
+		if (!strcmp(c->link[i].name, name))
+			l = &c->link[i];
+	if (l && !xdpr_link_find(x, name)) {
+		char *dev = (char *)name;
+
+		if (xdpr_attach(x, &dev, 1, l->mode, l->force ? XDPR_F_FORCE : 0, &info)) {
+			logm(LOG_ERR, "%s appeared: cannot attach it: %s", name, x->err);
+			return;
+		}
+		d.follows++;
+		xdpr_close(x);
+		if (open_locked(x, err, sizeof(err))) {
+			logm(LOG_ERR, "%s appeared: %s", name, err);
+			return;
+		}
+		logm(LOG_INFO, "%s appeared (ifindex %u): attached in %s mode; its NAT and filter rules "
+		     "apply again", name, idx, xdpr_mode_name(l->mode));
+	}
+	for (size_t i = 0; i < c->nroute; i++) {
+		struct xdpr_route_spec rs = c->route[i];
+		bool via = false;
+
+		for (int k = 0; k < rs.r.nnh; k++)
+			via |= rs.r.nh[k].ifindex == idx;
+		if (!via)
+			continue;
+		struct route_find rf = { &c->route[i], 0 };
+
+		xdpr_route_foreach(x, &c->route[i], find_route, &rf);
+		if (rf.found == 2)
+			continue; /* the same already */
+		/* replace when the prefix is there (with a dead ifindex), add when not */
+		if (xdpr_route_add(x, &rs, rf.found == 1))
+			logm(LOG_ERR, "%s appeared: route not re-resolved: %s", name, x->err);
+		else
+			routes++;
+	}
+	if (routes)
+		logm(LOG_INFO, "%s: %d route%s through it re-resolved", name, routes, routes == 1 ? "" : "s");
+}
+
+struct neigh_ctx {
+	struct xdpr *x;
+	int refreshed;
+};
+
+/* A route whose gateway's MAC is kept (IPv6 link-local): read it again if it changed. */
+static int neigh_route(const struct xdpr_route_info *ri, void *arg)
+{
+	struct neigh_ctx *nc = arg;
+	bool stale = false;
+
+	for (int k = 0; k < ri->spec.r.nnh; k++) {
+		const struct xdpr_nh *nh = &ri->spec.r.nh[k];
+		__u8 mac[6];
+
+		if (nh->flags & XDPR_NH_MAC)
+			stale |= xdpr_neigh_mac(ri->spec.family, nh->gw, nh->ifindex, mac) == 1 &&
+				 memcmp(mac, nh->mac, 6);
+	}
+	if (stale) {
+		struct xdpr_route_spec rs = ri->spec;
+
+		for (int k = 0; k < rs.r.nnh; k++)
+			rs.r.nh[k].flags &= ~XDPR_NH_MAC;
+		if (nc->refreshed < 0 || xdpr_route_add(nc->x, &rs, true))
+			return 0;
+		nc->refreshed++;
+	}
+	return 0;
+}
+
+static void follow(void)
+{
+	static struct xdpr x;
+	static struct conf c;
+	char err[4096];
+	int n;
+
+	if (open_locked(&x, err, sizeof(err))) {
+		logm(LOG_ERR, "following the kernel: %s", err);
+		return;
+	}
+	if ((pend.nlinks || pend.all) && !parse_text(&c, err, sizeof(err))) {
+		if (pend.all) {
+			for (int i = 0; i < c.nlink; i++)
+				follow_link(&x, &c, c.link[i].name);
+		} else {
+			for (int i = 0; i < pend.nlinks; i++)
+				if (configured(pend.links[i]))
+					follow_link(&x, &c, pend.links[i]);
+		}
+		note_waiting(&c);
+		conf_free(&c);
+	}
+	if (x.nlinks && pend.local) {
+		if (xdpr_local_sync(&x))
+			logm(LOG_ERR, "the router's addresses changed: %s", x.err);
+	}
+	if (x.nlinks && pend.macs) {
+		n = xdpr_link_sync(&x);
+		if (n < 0)
+			logm(LOG_ERR, "MAC change: %s", x.err);
+		else if (n)
+			logm(LOG_INFO, "%d interface MAC%s changed: written to the fast path", n, n == 1 ? "" : "s");
+	}
+	if (x.nlinks && pend.neigh) {
+		struct neigh_ctx nc = { &x, 0 };
+
+		xdpr_route_foreach(&x, NULL, neigh_route, &nc);
+		if (nc.refreshed)
+			logm(LOG_INFO, "%d route%s with a kept gateway MAC refreshed", nc.refreshed,
+			     nc.refreshed == 1 ? "" : "s");
+	}
+	xdpr_close(&x);
+	memset(&pend, 0, sizeof(pend));
+}
+
+/* ---- garbage collection ---- */
+
+static void gc(void)
+{
+	static struct xdpr x;
+	struct xdpr_gc_cmd res = {};
+	struct xdpr_flt_gc_cmd fres = {};
+	char err[512];
+
+	if (open_locked(&x, err, sizeof(err))) {
+		d.gc_errors++;
+		logm(LOG_ERR, "sweep: %s", err);
+		return;
+	}
+	if (x.nlinks) {
+		d.gc_runs++;
+		if (xdpr_nat_gc(&x, XDPR_GC_EXPIRED, 0, &res) || xdpr_flt_flows_gc(&x, &fres)) {
+			d.gc_errors++;
+			logm(LOG_ERR, "sweep: %s", x.err);
+		}
+		d.gc_sessions += res.deleted;
+		d.gc_bindings += res.binds_freed;
+		d.gc_flows += fres.deleted;
+	}
+	xdpr_close(&x);
+}
+
+/* ---- metrics ---- */
+
+static void daemon_metrics(FILE *f)
+{
+	static const char *ev[3] = { "address", "link", "neighbour" };
+
+	fprintf(f, "# HELP xdprd_config_ok Whether the last configuration applied (1) or was refused (0).\n"
+		"# TYPE xdprd_config_ok gauge\nxdprd_config_ok %d\n", d.config_ok);
+	fprintf(f, "# HELP xdprd_config_applies_total Configuration applications (start, reload).\n"
+		"# TYPE xdprd_config_applies_total counter\nxdprd_config_applies_total %llu\n", d.applies);
+	fprintf(f, "# HELP xdprd_config_errors_total Configuration applications refused.\n"
+		"# TYPE xdprd_config_errors_total counter\nxdprd_config_errors_total %llu\n", d.apply_errors);
+	fprintf(f, "# HELP xdprd_netlink_events_total Kernel notifications received, by kind.\n"
+		"# TYPE xdprd_netlink_events_total counter\n");
+	for (int i = 0; i < 3; i++)
+		fprintf(f, "xdprd_netlink_events_total{kind=\"%s\"} %llu\n", ev[i], d.events[i]);
+	fprintf(f, "# HELP xdprd_reattached_total Configured interfaces attached again after they appeared.\n"
+		"# TYPE xdprd_reattached_total counter\nxdprd_reattached_total %llu\n", d.follows);
+	fprintf(f, "# HELP xdprd_gc_runs_total Sweeps of expired state.\n"
+		"# TYPE xdprd_gc_runs_total counter\nxdprd_gc_runs_total %llu\n", d.gc_runs);
+	fprintf(f, "# HELP xdprd_gc_errors_total Sweeps that failed.\n"
+		"# TYPE xdprd_gc_errors_total counter\nxdprd_gc_errors_total %llu\n", d.gc_errors);
+	fprintf(f, "# HELP xdprd_gc_removed_total Expired entries the sweeps removed, by table.\n"
+		"# TYPE xdprd_gc_removed_total counter\n"
+		"xdprd_gc_removed_total{table=\"nat_sessions\"} %llu\n"
+		"xdprd_gc_removed_total{table=\"nat_bindings\"} %llu\n"
+		"xdprd_gc_removed_total{table=\"filter_flows\"} %llu\n",
+		d.gc_sessions, d.gc_bindings, d.gc_flows);
+}
+
+static enum MHD_Result respond(struct MHD_Connection *con, unsigned int code, const char *type,
+			       char *body, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = MHD_queue_response(con, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result on_http(void *cls, struct MHD_Connection *con, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_len, void **state)
+{
+	static struct xdpr x;
+	const char *cpu;
+	char *body = NULL, err[512];
+	size_t len = 0;
+	FILE *f;
+	int ret;
+
+	(void)cls, (void)version, (void)upload;
+	if (!*state) { /* the first call only announces the request */
+		*state = con;
+		return MHD_YES;
+	}
+	if (*upload_len)
+		return MHD_NO;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return respond(con, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+			       strdup("only GET\n"), strlen("only GET\n"));
+	if (strcmp(url, "/metrics")) {
+		static const char page[] = "xdprd: the metrics are at /metrics (per CPU: /metrics?cpu=1)\n";
+
+		return respond(con, strcmp(url, "/") ? MHD_HTTP_NOT_FOUND : MHD_HTTP_OK, "text/plain",
+			       strdup(page), strlen(page));
+	}
+	cpu = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND, "cpu");
+	f = open_memstream(&body, &len);
+	if (!f)
+		return MHD_NO;
+	pthread_mutex_lock(&d.mu);
+	d.scrapes++;
+	ret = xdpr_open(&x, 0);
+	if (!ret || ret == -ENOENT)
+		ret = prom_write(f, &x, cpu && strcmp(cpu, "0"), err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "%s", x.err);
+	xdpr_close(&x);
+	if (!ret)
+		daemon_metrics(f);
+	pthread_mutex_unlock(&d.mu);
+	fclose(f);
+	if (ret) {
+		free(body);
+		snprintf(err + strlen(err), sizeof(err) - strlen(err), "\n");
+		return respond(con, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", strdup(err), strlen(err));
+	}
+	return respond(con, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+}
+
+static struct MHD_Daemon *start_metrics(char *err, size_t len)
+{
+	struct sockaddr_storage ss = {};
+	char host[128], *colon;
+	unsigned long port;
+	char *end;
+
+	if (!strcmp(d.metrics, "none"))
+		return NULL;
+	snprintf(host, sizeof(host), "%s", d.metrics);
+	colon = strrchr(host, ':');
+	if (!colon)
+		return snprintf(err, len, "--metrics needs ADDR:PORT (or none), not \"%s\"", d.metrics), NULL;
+	*colon = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || !port || port > 65535)
+		return snprintf(err, len, "invalid port in --metrics \"%s\"", d.metrics), NULL;
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		host[strlen(host) - 1] = 0;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1)
+			return snprintf(err, len, "invalid address in --metrics \"%s\"", d.metrics), NULL;
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+			return snprintf(err, len, "invalid address in --metrics \"%s\"", d.metrics), NULL;
+	}
+	struct MHD_Daemon *m = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+		(uint16_t)port, NULL, NULL, on_http, NULL,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		MHD_OPTION_CONNECTION_LIMIT, 16u,
+		MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+		MHD_OPTION_END);
+
+	if (!m)
+		snprintf(err, len, "cannot serve metrics on %s: %s", d.metrics, strerror(errno ? errno : EADDRINUSE));
+	return m;
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: xdprd [--config FILE] [--metrics ADDR:PORT|none] [--gc SECS] [--foreground]\n"
+		"       defaults: --config " DEF_CONFIG " --metrics " DEF_METRICS " --gc %d\n", DEF_GC);
+}
+
+static int notify(const char *what)
+{
+	return sd_notify(0, what);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "gc", required_argument, NULL, 'g' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct MHD_Daemon *mhd = NULL;
+	struct mnl_socket *nl = NULL;
+	struct pollfd pfd[2];
+	sigset_t sigs;
+	char err[4096];
+	int c, sfd, ready[2] = { -1, -1 }, ret = 1;
+	unsigned long v;
+	long long next_gc;
+	bool stop = false;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "c:m:g:fVh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': d.config = optarg; break;
+		case 'm': d.metrics = optarg; break;
+		case 'g':
+			if (parse_uint(optarg, 1, 3600, &v)) {
+				fprintf(stderr, "Error: invalid --gc \"%s\" (seconds, 1 to 3600)\n", optarg);
+				return EXIT_USAGE;
+			}
+			d.gc_secs = v;
+			break;
+		case 'f': d.foreground = true; break;
+		case 'V': printf("xdprd %s\n", XDPR_VERSION); return 0;
+		case 'h': usage(stdout); return 0;
+		default:
+			fprintf(stderr, "Error: unknown option \"%s\"\n", argv[optind - 1]);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "Error: unexpected argument \"%s\"\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	d.journal = getenv("JOURNAL_STREAM") != NULL;
+	/* the file must read and parse before anything starts */
+	if (read_config(&d.text, &d.text_len, err, sizeof(err))) {
+		fprintf(stderr, "Error: %s\n", err);
+		return EXIT_FAIL;
+	}
+	{
+		struct conf cc;
+
+		if (parse_text(&cc, err, sizeof(err))) {
+			fprintf(stderr, "Error: %s (nothing applied)\n", err);
+			return EXIT_FAIL;
+		}
+		conf_free(&cc);
+	}
+	if (!d.foreground) {
+		/* the parent returns once the child is ready (or has failed) */
+		pid_t pid;
+		char b = 1;
+
+		if (pipe(ready) || (pid = fork()) < 0) {
+			fprintf(stderr, "Error: cannot start in the background: %s\n", strerror(errno));
+			return EXIT_FAIL;
+		}
+		if (pid) {
+			close(ready[1]);
+			return read(ready[0], &b, 1) == 1 && b == 0 ? 0 : EXIT_FAIL;
+		}
+		close(ready[0]);
+		setsid();
+	}
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* before the HTTP thread starts */
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (sfd < 0 || !nl ||
+	    mnl_socket_bind(nl, RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_NEIGH,
+			    MNL_SOCKET_AUTOPID) < 0) {
+		logm(LOG_ERR, "cannot listen to the kernel's netlink notifications: %s", strerror(errno));
+		goto out;
+	}
+	{
+		int big = 4 << 20; /* a burst of changes (many neighbours) must not overflow */
+
+		setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+	}
+	err[0] = 0;
+	mhd = start_metrics(err, sizeof(err));
+	if (!mhd && err[0]) {
+		logm(LOG_ERR, "%s", err);
+		goto out;
+	}
+	pthread_mutex_lock(&d.mu);
+	apply("start");
+	pthread_mutex_unlock(&d.mu);
+	logm(LOG_INFO, "xdprd %s running: config %s, metrics %s, sweeps every %u s", XDPR_VERSION,
+	     d.config, mhd ? d.metrics : "off", d.gc_secs);
+	notify(d.config_ok ? "READY=1\nSTATUS=configuration applied" :
+	       "READY=1\nSTATUS=configuration refused (see the log); waiting for a reload");
+	if (ready[1] >= 0) {
+		char b = 0;
+
+		if (write(ready[1], &b, 1) != 1)
+			logm(LOG_WARNING, "cannot tell the starting process: %s", strerror(errno));
+		close(ready[1]);
+		ready[1] = -1;
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			close(null);
+		}
+	}
+	next_gc = now_ms() + d.gc_secs * 1000LL;
+	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = mnl_socket_get_fd(nl), .events = POLLIN };
+	while (!stop) {
+		long long now = now_ms(), until = next_gc;
+		int n;
+
+		if (pend.armed && pend_due < until)
+			until = pend_due;
+		n = poll(pfd, 2, until > now ? (int)(until - now) : 0);
+		if (n < 0 && errno != EINTR) {
+			logm(LOG_ERR, "poll: %s", strerror(errno));
+			break;
+		}
+		if (n > 0 && (pfd[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					char *text;
+					size_t len;
+					char msg[128];
+
+					snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+						 (unsigned long long)now_ms() * 1000ULL);
+					notify(msg);
+					pthread_mutex_lock(&d.mu);
+					if (read_config(&text, &len, err, sizeof(err))) {
+						logm(LOG_ERR, "reload: %s (the running state is kept)", err);
+						d.apply_errors++;
+					} else {
+						free(d.text);
+						d.text = text;
+						d.text_len = len;
+						apply("reload");
+					}
+					pthread_mutex_unlock(&d.mu);
+					notify(d.config_ok ? "READY=1\nSTATUS=configuration applied" :
+					       "READY=1\nSTATUS=configuration refused (see the log)");
+				} else {
+					stop = true;
+				}
+			}
+		}
+		if (n > 0 && (pfd[1].revents & POLLIN)) {
+			char buf[1 << 16];
+			ssize_t r;
+
+			while ((r = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0)
+				mnl_cb_run(buf, r, 0, 0, nl_cb, NULL);
+			if (r < 0 && errno == ENOBUFS) { /* notifications were lost: look at everything */
+				logm(LOG_WARNING, "netlink notifications were lost: checking every interface");
+				pend.all = pend.local = pend.macs = pend.neigh = true;
+				arm();
+			}
+		}
+		now = now_ms();
+		if (pend.armed && now >= pend_due) {
+			pthread_mutex_lock(&d.mu);
+			follow();
+			pthread_mutex_unlock(&d.mu);
+		}
+		if (now >= next_gc) {
+			pthread_mutex_lock(&d.mu);
+			gc();
+			pthread_mutex_unlock(&d.mu);
+			next_gc = now_ms() + d.gc_secs * 1000LL;
+		}
+	}
+	notify("STOPPING=1");
+	if (d.on_stop == CONF_STOP_DETACH) {
+		static struct xdpr x;
+		static struct conf none;
+		struct conf_diff df;
+
+		pthread_mutex_lock(&d.mu);
+		conf_init(&none);
+		if (open_locked(&x, err, sizeof(err)) || conf_apply(&x, &none, &df, err, sizeof(err)))
+			logm(LOG_ERR, "stopping (on-stop detach): %s", err);
+		else
+			logm(LOG_INFO, "stopping (on-stop detach): detached %d interface%s", df.detached,
+			     df.detached == 1 ? "" : "s");
+		xdpr_close(&x);
+		pthread_mutex_unlock(&d.mu);
+	} else {
+		logm(LOG_INFO, "stopping: the fast path keeps running with its state (on-stop keep)");
+	}
+	ret = 0;
+out:
+	if (mhd)
+		MHD_stop_daemon(mhd);
+	if (nl)
+		mnl_socket_close(nl);
+	if (ready[1] >= 0) {
+		char b = 1;
+
+		if (write(ready[1], &b, 1) < 0)
+			ret = 1;
+	}
+	free(d.text);
+	return ret;
+}
