@@ -124,3 +124,46 @@ bench: deps
 
 clean:
 	$(Q)rm -rf $(BUILD)
+
+# ---- installing and packaging ----
+.PHONY: bin install uninstall
+
+# The two programs only (the BPF object is inside them): what a package builds.
+bin: $(BUILD)/xdpr $(BUILD)/xdprd
+
+PREFIX      ?= /usr/local
+SYSCONFDIR  ?= /etc
+SBINDIR     ?= $(PREFIX)/sbin
+MANDIR      ?= $(PREFIX)/share/man
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+INSTALL     ?= install
+CONFDIR     := $(DESTDIR)$(SYSCONFDIR)/xdpr
+
+# The unit's ExecStart is the sbin installed to.  The example always goes to
+# xdpr.conf.example; xdpr.conf only when there is none (never overwritten).
+install: bin
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(BASHCOMPDIR) $(CONFDIR)
+	$(Q)$(INSTALL) -m 0755 $(BUILD)/xdpr $(BUILD)/xdprd $(DESTDIR)$(SBINDIR)/
+	$(Q)$(INSTALL) -m 0644 docs/xdpr.8 docs/xdprd.8 $(DESTDIR)$(MANDIR)/man8/
+	$(Q)$(INSTALL) -m 0644 docs/xdpr.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	$(Q)$(INSTALL) -m 0644 cli/xdpr.bash-completion $(DESTDIR)$(BASHCOMPDIR)/xdpr
+	$(Q)ln -sfn xdpr $(DESTDIR)$(BASHCOMPDIR)/xdprd
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' daemon/xdprd.service.in > $(DESTDIR)$(UNITDIR)/xdprd.service
+	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/xdprd.service
+	$(Q)$(INSTALL) -m 0644 daemon/xdpr.conf $(CONFDIR)/xdpr.conf.example
+	$(Q)[ -e $(CONFDIR)/xdpr.conf ] || $(INSTALL) -m 0644 daemon/xdpr.conf $(CONFDIR)/xdpr.conf
+
+# What install put there: xdpr.conf only while it is still the example.
+uninstall:
+	$(call msg,UNINST,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(DESTDIR)$(SBINDIR)/xdpr $(DESTDIR)$(SBINDIR)/xdprd \
+		$(DESTDIR)$(MANDIR)/man8/xdpr.8 $(DESTDIR)$(MANDIR)/man8/xdprd.8 \
+		$(DESTDIR)$(MANDIR)/man5/xdpr.conf.5 $(DESTDIR)$(UNITDIR)/xdprd.service \
+		$(DESTDIR)$(BASHCOMPDIR)/xdpr $(DESTDIR)$(BASHCOMPDIR)/xdprd
+	$(Q)if cmp -s $(CONFDIR)/xdpr.conf $(CONFDIR)/xdpr.conf.example; then \
+		rm -f $(CONFDIR)/xdpr.conf; fi
+	$(Q)rm -f $(CONFDIR)/xdpr.conf.example
+	$(Q)rmdir $(CONFDIR) 2>/dev/null || true
