@@ -126,7 +126,7 @@ clean:
 	$(Q)rm -rf $(BUILD)
 
 # ---- installing and packaging ----
-.PHONY: bin install uninstall
+.PHONY: bin install uninstall deb deb-test
 
 # The two programs only (the BPF object is inside them): what a package builds.
 bin: $(BUILD)/xdpr $(BUILD)/xdprd
@@ -167,3 +167,39 @@ uninstall:
 		rm -f $(CONFDIR)/xdpr.conf; fi
 	$(Q)rm -f $(CONFDIR)/xdpr.conf.example
 	$(Q)rmdir $(CONFDIR) 2>/dev/null || true
+
+# The package is built in a copy of the tree (the files git knows, as they
+# are now) under $(BUILD)/deb, so that dpkg-buildpackage writes its results
+# there and nothing outside $(BUILD).
+DEB_VERSION := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog 2>/dev/null)
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
+DEB_DIR     := $(BUILD)/deb
+DEB         := $(DEB_DIR)/xdpr_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb:
+	$(call msg,DEB,$(DEB))
+	$(Q)rm -rf $(DEB_DIR)
+	$(Q)mkdir -p $(DEB_DIR)/xdpr-$(DEB_VERSION)
+	$(Q)if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git ls-files --cached --others --exclude-standard | \
+			while IFS= read -r f; do [ -e "$$f" ] && printf '%s\n' "$$f"; done; \
+	else \
+		find . -path ./$(BUILD) -prune -o -path ./.git -prune -o \( -type f -o -type l \) -print; \
+	fi | tar -cf - -T - | tar -xf - -C $(DEB_DIR)/xdpr-$(DEB_VERSION)
+	$(Q)cd $(DEB_DIR)/xdpr-$(DEB_VERSION) && \
+		if [ "$(V)" = 1 ]; then dpkg-buildpackage -us -uc -b -Jauto; \
+		else dpkg-buildpackage -us -uc -b -Jauto > ../build.log 2>&1 || \
+			{ tail -n 40 ../build.log; echo "Error: dpkg-buildpackage failed (all of it: $(DEB_DIR)/build.log)" >&2; exit 1; }; fi
+	$(Q)test -f $(DEB)
+
+# Build, lint, install, check, remove, purge, check nothing is left.  It
+# installs the package on this machine (root), so it refuses to run where
+# xdpr is installed already (or its configuration is left).
+deb-test:
+	$(Q)st=$$(dpkg-query -W -f='$${db:Status-Status}' xdpr 2>/dev/null); \
+	if [ -n "$$st" ] && [ "$$st" != not-installed ]; then \
+		echo "Error: xdpr is on this machine already (dpkg state \"$$st\"): deb-test installs and purges its own package; purge that one first (dpkg -P xdpr)" >&2; \
+		exit 1; fi
+	$(Q)[ "$$(id -u)" = 0 ] || { echo "Error: deb-test installs a package: run it as root" >&2; exit 1; }
+	$(Q)$(MAKE) --no-print-directory deb
+	$(Q)DEB=$(DEB) DEB_VERSION=$(DEB_VERSION) debian/deb-test
