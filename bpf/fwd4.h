@@ -115,9 +115,10 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 	egress = fib->ifindex;
 	out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
 	if (!out)
-		return nat_if_gone(p->iph->saddr) ? XDPR_DROP_NAT_IF_GONE : STEP_NEXT;
-	if (!out->nrules)
-		return STEP_NEXT;
+		return nat_if_gone(p->iph->saddr, 0) ? XDPR_DROP_NAT_IF_GONE : STEP_NEXT;
+	if (!out->nrules) /* rules waiting for it are not bound yet: nothing inside leaves */
+		return (out->flags & XDPR_IF_NAT_PENDING) && nat_if_gone(p->iph->saddr, egress) ?
+		       XDPR_DROP_NAT_IF_GONE : STEP_NEXT;
 	if (p->iph->ttl <= 1)
 		return XDPR_PASS_TTL;
 	pkt4_to_io(p, sizeof(struct ethhdr), io);

@@ -338,9 +338,12 @@ __noinline int nat4_create(struct xdp_md *ctx, struct pkt4_io *io)
  * translate: is its source inside a NAT rule whose interface is gone
  * (deleted; the kernel dropped its redirect entry)?  Until the CLI re-binds
  * the rule to the interface of the same name, such a source must not leave
- * untranslated.  Only on the slow path; 1 if the packet must be dropped.
+ * untranslated.  egress: an interface attached while rules wait for its
+ * name (XDPR_IF_NAT_PENDING), so a rule still naming its ifindex (one
+ * re-created with the same ifindex) counts as gone too; 0 otherwise.  Only
+ * on the slow path; 1 if the packet must be dropped.
  */
-__noinline int nat_if_gone(__be32 saddr)
+__noinline int nat_if_gone(__be32 saddr, __u32 egress)
 {
 	for (int id = 1; id < XDPR_NAT_MAX_RULES; id++) {
 		__u32 key = id, ifindex;
@@ -349,7 +352,7 @@ __noinline int nat_if_gone(__be32 saddr)
 		if (!r || !r->ifindex || (r->flags & XDPR_NAT_RETIRED) || (saddr & r->src_mask) != r->src_net)
 			continue;
 		ifindex = r->ifindex;
-		if (!bpf_map_lookup_elem(&xdpr_tx_ports, &ifindex))
+		if ((egress && ifindex == egress) || !bpf_map_lookup_elem(&xdpr_tx_ports, &ifindex))
 			return 1;
 	}
 	return 0;

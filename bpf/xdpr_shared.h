@@ -20,6 +20,9 @@
 enum xdpr_iface_flags {
 	XDPR_IF_GENERIC = 1 << 0, /* attached in generic (skb) mode            */
 	XDPR_IF_XMIT    = 1 << 1, /* driver can transmit redirected XDP frames */
+	XDPR_IF_NAT_PENDING = 1 << 2, /* attached while NAT rules wait for its name: until
+	                                 they are bound to it, their inside sources are
+	                                 dropped here too (drop_nat_if_gone) */
 };
 
 /* Source NAT rules an outside interface can carry. */

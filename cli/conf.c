@@ -194,6 +194,10 @@ static int add_nat(struct conf *c, int argc, char **argv, size_t line, char *err
 	snprintf(n->dev, sizeof(n->dev), "%s", a.dev);
 	n->r = a.r;
 	n->line = line;
+	if ((c->flags & CONF_P_PRESENT) && !if_nametoindex(a.dev)) {
+		n->waiting = true;
+		wait_for(c, a.dev);
+	}
 	return 0;
 }
 
@@ -900,6 +904,8 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 
 		if (o && nat_same(&o->r, &r))
 			continue;
+		if (want->nat[i].waiting) /* its device is missing: added when it appears (xdprd) */
+			continue;
 		if (xdpr_nat_add(x, want->nat[i].dev, &r, o != NULL))
 			return ERR("%sline %zu: %s", want->name, want->nat[i].line, x->err);
 		*(o ? &d->nat_replaced : &d->nat_added) += 1;
@@ -907,7 +913,7 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 	if ((ret = apply_routes(x, want, have, d, err, len)))
 		return ret;
 	if (!xdpr_flt_same(&want->flt, &have->flt)) {
-		if (xdpr_flt_replace(x, &want->flt, &bad)) {
+		if (xdpr_flt_replace(x, &want->flt, want->flags & CONF_P_PRESENT, &bad)) {
 			if (bad >= 0 && want->flt_line)
 				return ERR("%sline %zu: %s", want->name, want->flt_line[bad], x->err);
 			return ERR("filter: %s", x->err);

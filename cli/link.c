@@ -35,6 +35,9 @@ static int take_dev(int argc, char **argv, int *i, char **devs, int *ndev, char 
 		return USAGE("invalid device name \"%s\"", d);
 	if (*ndev >= XDPR_MAX_IFACES - 1)
 		return USAGE("too many devices");
+	for (int k = 0; k < *ndev; k++)
+		if (!strcmp(devs[k], d))
+			return USAGE("device \"%s\" given twice", d);
 	devs[(*ndev)++] = d;
 	return 0;
 }
@@ -43,8 +46,13 @@ int parse_attach(int argc, char **argv, struct attach_args *a, char *err, size_t
 {
 	memset(a, 0, sizeof(*a));
 	a->mode = XDPR_MODE_NATIVE;
+	bool mode = false;
+
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "mode")) {
+			if (mode)
+				return USAGE("\"mode\" given twice");
+			mode = true;
 			if (++i >= argc)
 				return USAGE("\"mode\" needs native or skb");
 			if (!strcmp(argv[i], "native") || !strcmp(argv[i], "drv"))
@@ -54,6 +62,8 @@ int parse_attach(int argc, char **argv, struct attach_args *a, char *err, size_t
 			else
 				return USAGE("unknown mode \"%s\" (expected native or skb)", argv[i]);
 		} else if (!strcmp(argv[i], "force")) {
+			if (a->force)
+				return USAGE("\"force\" given twice");
 			a->force = true;
 		} else if (take_dev(argc, argv, &i, a->devs, &a->ndev, err, len)) {
 			return EXIT_USAGE;
@@ -71,6 +81,9 @@ int parse_detach(int argc, char **argv, struct detach_args *a, char *err, size_t
 		a->force = true;
 		argc--;
 	}
+	for (int i = 0; i < argc; i++)
+		if (!strcmp(argv[i], "force"))
+			return USAGE("\"force\" goes last, once");
 	if (argc == 1 && !strcmp(argv[0], "all"))
 		return 0;
 	for (int i = 0; i < argc; i++) {
@@ -245,6 +258,7 @@ static void show_one(const struct xdpr_link *l)
 	out_bool("xdp_xmit", "%-4s  ", l->has_cfg && (l->cfg.flags & XDPR_IF_XMIT));
 	out_u64("slot", "%4llu  ", l->has_cfg ? l->cfg.slot : 0);
 	out_str("since", "%s\n", since);
+	out_str("state", NULL, "attached");
 	out_obj_close();
 }
 
@@ -266,19 +280,45 @@ static int link_show(int argc, char **argv)
 		xdpr_close(&x);
 		return fail(EXIT_FAIL, "%s", x.err);
 	}
-	if (dev && !xdpr_link_find(&x, dev)) {
+	bool gone = false;
+
+	for (int i = 0; dev && i < x.ngone; i++)
+		gone |= !strcmp(x.gone[i].name, dev);
+	if (dev && !gone && !xdpr_link_find(&x, dev)) {
 		xdpr_close(&x);
 		if (!if_nametoindex(dev))
 			return fail(EXIT_FAIL, "cannot find device \"%s\"", dev);
 		return fail(EXIT_FAIL, "xdpr is not attached to \"%s\"", dev);
 	}
 	out_arr_open(NULL);
-	if (x.nlinks)
+	if (x.nlinks || x.ngone)
 		out_text("%-15s %7s  %-6s  %7s  %-10s  %-4s  %4s  %s\n", "DEV", "IFINDEX", "MODE",
 			 "PROG", "DISPATCHER", "XMIT", "SLOT", "SINCE");
 	for (int i = 0; i < x.nlinks; i++)
 		if (!dev || !strcmp(dev, x.links[i].name))
 			show_one(&x.links[i]);
+	/* attached once and not there now: kept (with counters) until back or detached */
+	for (int i = 0; i < x.ngone; i++) {
+		const struct xdpr_gone *g = &x.gone[i];
+
+		if (dev && strcmp(dev, g->name))
+			continue;
+		out_obj_open(NULL);
+		out_str("dev", "%-15s ", g->name);
+		out_u64("ifindex", "%7llu  ", g->old_ifindex);
+		out_str("mode", "%-6s  ", xdpr_mode_name(g->mode));
+		out_text("%7s  %-10s  %-4s  ", "-", "-", "-");
+		out_u64("slot", "%4llu  ", g->slot);
+		out_str("state", "%s", "gone");
+		out_bool("recreated", NULL, g->recreated);
+		if (g->recreated)
+			out_text(" (re-created, not attached: \"xdpr link attach %s\" continues its "
+				 "counters, \"xdpr link detach %s\" forgets it)\n", g->name, g->name);
+		else
+			out_text(" (deleted: once it is back, \"xdpr link attach %s\" continues its "
+				 "counters; \"xdpr link detach %s\" forgets it)\n", g->name, g->name);
+		out_obj_close();
+	}
 	out_arr_close();
 	out_flush_doc();
 	xdpr_close(&x);

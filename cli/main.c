@@ -20,13 +20,20 @@ struct cli_opts opts;
 
 int fail(int code, const char *fmt, ...)
 {
+	char msg[8192];
 	va_list ap;
 
 	fflush(stdout);
-	fputs("Error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* one line, whatever the user typed: control characters as \xNN */
+	fputs("Error: ", stderr);
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
 	fputc('\n', stderr);
 	return code;
 }

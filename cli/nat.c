@@ -63,8 +63,15 @@ int parse_nat_rule(int argc, char **argv, struct nat_rule_args *a, char *err, si
 	if (!*a->dev || strlen(a->dev) >= IF_NAMESIZE)
 		return USAGE("invalid device name \"%s\"", a->dev);
 	for (int i = 2; i < argc; i++) {
+		static const char *const once[] = { "masquerade", "src", "to", "ports", "filter" };
 		const char *kw = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
+		for (int k = 0; k < (int)(sizeof(once) / sizeof(once[0])); k++)
+			if (!strcmp(kw, once[k])) {
+				for (int j = 2; j < i; j++)
+					if (!strcmp(argv[j], kw))
+						return USAGE("\"%s\" given twice", kw);
+			}
 		if (!strcmp(kw, "masquerade")) {
 			a->r.flags |= XDPR_NAT_MASQ;
 			continue;
@@ -495,6 +502,9 @@ int parse_knobs(const char *cmd, int argc, char **argv, struct xdpr_cfg *c, char
 				break;
 		if (k == sizeof(knobs) / sizeof(knobs[0]))
 			return USAGE("unknown %s \"%s\"", cmd, argv[i]);
+		for (int j = 0; j < i; j += 2)
+			if (!strcmp(argv[j], argv[i]))
+				return USAGE("\"%s\" given twice", argv[i]);
 		if (parse_uint(argv[i + 1], knobs[k].min, knobs[k].max, &v))
 			return USAGE("invalid %s \"%s\" (%lu to %lu)", argv[i], argv[i + 1], knobs[k].min,
 				     knobs[k].max);

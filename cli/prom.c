@@ -31,12 +31,38 @@ static void head(FILE *f, const char *name, const char *type, const char *help)
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+struct plink;
+static int links_write(FILE *f, struct xdpr *x, const struct plink *pl, int npl, bool per_cpu,
+		       char *err, size_t len);
+
+/* Attached interfaces and gone ones (kept counters), as one list. */
+struct plink {
+	const char *name;
+	enum xdpr_mode mode;
+	__u32 slot;
+	bool gone;
+};
+
 static int links_metrics(FILE *f, struct xdpr *x, bool per_cpu, char *err, size_t len)
+{
+	struct plink pl[2 * XDPR_MAX_IFACES];
+	int npl = 0;
+
+	for (int i = 0; i < x->nlinks; i++)
+		if (x->links[i].has_cfg)
+			pl[npl++] = (struct plink){ x->links[i].name, x->links[i].mode, x->links[i].cfg.slot, false };
+	for (int i = 0; i < x->ngone; i++)
+		pl[npl++] = (struct plink){ x->gone[i].name, x->gone[i].mode, x->gone[i].slot, true };
+	return links_write(f, x, pl, npl, per_cpu, err, len);
+}
+
+static int links_write(FILE *f, struct xdpr *x, const struct plink *pl, int npl, bool per_cpu,
+		       char *err, size_t len)
 {
 	int ncpu = xdpr_ncpus();
 	struct xdpr_slot *cpu = calloc(ncpu > 0 ? ncpu : 1, sizeof(*cpu));
-	struct xdpr_slot *sum = calloc(x->nlinks ? x->nlinks : 1, sizeof(*sum));
-	struct xdpr_slot *all = calloc((size_t)(x->nlinks ? x->nlinks : 1) * (ncpu > 0 ? ncpu : 1),
+	struct xdpr_slot *sum = calloc(npl ? npl : 1, sizeof(*sum));
+	struct xdpr_slot *all = calloc((size_t)(npl ? npl : 1) * (ncpu > 0 ? ncpu : 1),
 				       sizeof(*all));
 	static const char *what[2] = { "packets", "bytes" };
 	int ret = 0;
@@ -46,8 +72,8 @@ static int links_metrics(FILE *f, struct xdpr *x, bool per_cpu, char *err, size_
 		snprintf(err, len, "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < x->nlinks; i++) {
-		if (xdpr_stats_read(x, x->links[i].cfg.slot, &all[(size_t)i * ncpu])) {
+	for (int i = 0; i < npl; i++) {
+		if (xdpr_stats_read(x, pl[i].slot, &all[(size_t)i * ncpu])) {
 			ret = -EIO;
 			snprintf(err, len, "%s", x->err);
 			goto out;
@@ -58,11 +84,12 @@ static int links_metrics(FILE *f, struct xdpr *x, bool per_cpu, char *err, size_
 				sum[i].reason[r].bytes += all[(size_t)i * ncpu + c].reason[r].bytes;
 			}
 	}
-	head(f, "xdpr_link_info", "gauge", "An interface xdpr is attached to (1), with its mode.");
-	for (int i = 0; i < x->nlinks; i++) {
+	head(f, "xdpr_link_info", "gauge", "An interface xdpr is attached to, or was and keeps counters for (state gone).");
+	for (int i = 0; i < npl; i++) {
 		fputs("xdpr_link_info{", f);
-		label(f, "dev", x->links[i].name, true);
-		label(f, "mode", xdpr_mode_name(x->links[i].mode), false);
+		label(f, "dev", pl[i].name, true);
+		label(f, "mode", xdpr_mode_name(pl[i].mode), false);
+		label(f, "state", pl[i].gone ? "gone" : "attached", false);
 		fprintf(f, "} 1\n");
 	}
 	for (int w = 0; w < 2; w++) {
@@ -72,10 +99,10 @@ static int links_metrics(FILE *f, struct xdpr *x, bool per_cpu, char *err, size_
 		head(f, name, "counter", w ? "Bytes of the packets the fast path handled, by "
 		     "arriving interface and reason (its verdict)." : "Packets the fast path handled, "
 		     "by arriving interface and reason (its verdict).");
-		for (int i = 0; i < x->nlinks; i++)
-			for (int r = 0; r < XDPR_REASON_MAX && x->links[i].has_cfg; r++) {
+		for (int i = 0; i < npl; i++)
+			for (int r = 0; r < XDPR_REASON_MAX; r++) {
 				fprintf(f, "%s{", name);
-				label(f, "dev", x->links[i].name, true);
+				label(f, "dev", pl[i].name, true);
 				label(f, "reason", xdpr_reason_name(r), false);
 				fprintf(f, "} %llu\n", (unsigned long long)(w ? sum[i].reason[r].bytes
 									: sum[i].reason[r].packets));
@@ -88,7 +115,7 @@ static int links_metrics(FILE *f, struct xdpr *x, bool per_cpu, char *err, size_
 
 		snprintf(name, sizeof(name), "xdpr_cpu_%s_total", what[w]);
 		head(f, name, "counter", w ? "xdpr_bytes_total per CPU." : "xdpr_packets_total per CPU.");
-		for (int i = 0; i < x->nlinks; i++)
+		for (int i = 0; i < npl; i++)
 			for (int c = 0; c < ncpu; c++)
 				for (int r = 0; r < XDPR_REASON_MAX; r++) {
 					const struct xdpr_ctr *k = &all[(size_t)i * ncpu + c].reason[r];
@@ -98,7 +125,7 @@ static int links_metrics(FILE *f, struct xdpr *x, bool per_cpu, char *err, size_
 						continue; /* per CPU: only what happened */
 					snprintf(cs, sizeof(cs), "%d", c);
 					fprintf(f, "%s{", name);
-					label(f, "dev", x->links[i].name, true);
+					label(f, "dev", pl[i].name, true);
 					label(f, "reason", xdpr_reason_name(r), false);
 					label(f, "cpu", cs, false);
 					fprintf(f, "} %llu\n", (unsigned long long)(w ? k->bytes : k->packets));

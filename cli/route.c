@@ -283,6 +283,14 @@ static int show_route(const struct xdpr_route_info *ri, void *arg)
 			out_obj_open(NULL);
 			out_str("gateway", i ? " via %s" : " %s", a);
 			out_str("dev", " dev %s", dev);
+			if (s->r.nh[i].flags & XDPR_NH_MAC) { /* kept by the route (IPv6 link-local) */
+				const __u8 *m = s->r.nh[i].mac;
+				char mac[18];
+
+				snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
+					 m[3], m[4], m[5]);
+				out_str("mac", opts.detail ? " lladdr %s" : NULL, mac);
+			}
 			out_obj_close();
 		}
 		out_arr_close();

@@ -43,10 +43,14 @@ int parse_stats(int argc, char **argv, struct stats_args *a, char *err, size_t l
 				return USAGE("\"dev\" needs a device name");
 			a->dev = val;
 		} else if (!strcmp(kw, "interval")) {
+			if (a->interval)
+				return USAGE("\"interval\" is given twice");
 			if (parse_uint(val, 1, 3600, &v))
 				return USAGE("invalid interval \"%s\" (seconds, 1 to 3600)", val ? val : "");
 			a->interval = v;
 		} else if (!strcmp(kw, "count")) {
+			if (a->count)
+				return USAGE("\"count\" is given twice");
 			if (parse_uint(val, 1, 1000000000UL, &v))
 				return USAGE("invalid count \"%s\" (a whole number >= 1)", val ? val : "");
 			a->count = v;
@@ -67,6 +71,7 @@ struct snap {
 	const char *dev;
 	__u32 ifindex;
 	enum xdpr_mode mode;
+	bool gone;            /* attached once, not there now: its kept counters */
 	struct xdpr_slot sum;
 	struct xdpr_slot *cpu;
 };
@@ -82,6 +87,7 @@ static int take(struct xdpr *x, const struct xdpr_link **links, int n, struct sn
 		s[i].dev = links[i] ? links[i]->name : "(unattached)";
 		s[i].ifindex = links[i] ? links[i]->ifindex : 0;
 		s[i].mode = links[i] ? links[i]->mode : XDPR_MODE_NATIVE;
+		s[i].gone = links[i] && !links[i]->prog_id;
 		memset(&s[i].sum, 0, sizeof(s[i].sum));
 		for (int c = 0; c < ncpu; c++)
 			for (int r = 0; r < XDPR_REASON_MAX; r++) {
@@ -113,7 +119,10 @@ static void print_snapshot(const struct snap *s, int n, int ncpu)
 		out_obj_open(NULL);
 		out_str("dev", "%s", s[i].dev);
 		out_u64("ifindex", " (ifindex %llu", s[i].ifindex);
-		out_str("mode", ", %s)\n", xdpr_mode_name(s[i].mode));
+		out_str("mode", ", %s", xdpr_mode_name(s[i].mode));
+		out_str("state", s[i].gone ? ", %s)\n" : NULL, s[i].gone ? "gone" : "attached");
+		if (!s[i].gone)
+			out_text(")\n");
 		out_obj_open("reasons");
 		for (int r = 0; r < XDPR_REASON_MAX; r++) {
 			const struct xdpr_ctr *c = &s[i].sum.reason[r];
@@ -267,6 +276,7 @@ int do_stats(int argc, char **argv)
 {
 	static struct xdpr x;
 	const struct xdpr_link *links[XDPR_MAX_IFACES + 1];
+	static struct xdpr_link gone_links[XDPR_MAX_IFACES];
 	struct stats_args a;
 	struct snap *s[2] = {};
 	int ncpu, n = 0, ret = EXIT_FAIL, err;
@@ -297,7 +307,20 @@ int do_stats(int argc, char **argv)
 		for (int i = 0; i < x.nlinks; i++)
 			if (x.links[i].has_cfg)
 				links[n++] = &x.links[i];
-		links[n++] = NULL; /* slot 0: frames on a device whose attach or detach was cut short */
+		/* gone interfaces keep their counters (link show) */
+		for (int i = 0; i < x.ngone && n < XDPR_MAX_IFACES; i++) {
+			struct xdpr_link *l = &gone_links[i];
+
+			memset(l, 0, sizeof(*l));
+			snprintf(l->name, sizeof(l->name), "%s", x.gone[i].name);
+			l->ifindex = x.gone[i].old_ifindex;
+			l->mode = x.gone[i].mode;
+			l->has_cfg = true;
+			l->cfg.slot = x.gone[i].slot;
+			links[n++] = l;
+		}
+		if (n < XDPR_MAX_IFACES + 1)
+			links[n++] = NULL; /* slot 0: frames on a device whose attach or detach was cut short */
 	}
 
 	ncpu = xdpr_ncpus();

@@ -235,11 +235,17 @@ static int apply(const char *why)
 /* ---- following the kernel ---- */
 
 #define MAX_PEND 64
+#define MAX_GONE_NEIGH 256
 static struct {
 	bool local, macs, neigh, all;
 	int nlinks;
 	char links[MAX_PEND][IF_NAMESIZE]; /* configured devices that appeared */
-	struct timespec due;
+	int nneigh;
+	struct {                           /* neighbour entries the kernel deleted */
+		int family;
+		__u32 ifindex;
+		__u8 addr[16];
+	} gone[MAX_GONE_NEIGH];
 	bool armed;
 } pend;
 
@@ -339,8 +345,22 @@ static int nl_cb(const struct nlmsghdr *nlh, void *data)
 		pend.local = true;
 		arm();
 		break;
+	case RTM_DELNEIGH: {
+		const struct ndmsg *nd = mnl_nlmsg_get_payload(nlh);
+		size_t alen = nd->ndm_family == AF_INET ? 4 : 16;
+
+		/* kept: a MAC change flushes the device's neighbours (see follow) */
+		mnl_attr_parse(nlh, sizeof(*nd), attr_cb, tb);
+		if (tb[NDA_DST] && pend.nneigh < MAX_GONE_NEIGH &&
+		    (nd->ndm_family == AF_INET || nd->ndm_family == AF_INET6) &&
+		    mnl_attr_get_payload_len(tb[NDA_DST]) == alen) {
+			pend.gone[pend.nneigh].family = nd->ndm_family;
+			pend.gone[pend.nneigh].ifindex = nd->ndm_ifindex;
+			memcpy(pend.gone[pend.nneigh++].addr, mnl_attr_get_payload(tb[NDA_DST]), alen);
+		}
+	}
+		/* fall through */
 	case RTM_NEWNEIGH:
-	case RTM_DELNEIGH:
 		d.events[EV_NEIGH]++;
 		pend.neigh = true;
 		arm();
@@ -403,6 +423,29 @@ static void follow_link(struct xdpr *x, struct conf *c, const char *name)
 		logm(LOG_INFO, "%s appeared (ifindex %u): attached in %s mode; its NAT and filter rules "
 		     "apply again", name, idx, xdpr_mode_name(l->mode));
 	}
+	/* NAT rules for it that could not be added while it was missing */
+	if (xdpr_link_find(x, name)) {
+		static struct xdpr_rule_info ri[XDPR_NAT_MAX_RULES];
+		int n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES);
+
+		for (int i = 0; i < c->nnat && n >= 0; i++) {
+			struct xdpr_nat_rule r = c->nat[i].r;
+			bool have = false;
+
+			if (strcmp(c->nat[i].dev, name))
+				continue;
+			for (int k = 0; k < n; k++)
+				have |= !strcmp(ri[k].dev, name) && ri[k].r.src_net == r.src_net &&
+					ri[k].r.src_mask == r.src_mask;
+			if (have)
+				continue;
+			if (xdpr_nat_add(x, name, &r, false))
+				logm(LOG_ERR, "%s appeared: NAT rule of line %zu not added: %s", name,
+				     c->nat[i].line, x->err);
+			else
+				logm(LOG_INFO, "%s: NAT rule of line %zu added", name, c->nat[i].line);
+		}
+	}
 	for (size_t i = 0; i < c->nroute; i++) {
 		struct xdpr_route_spec rs = c->route[i];
 		bool via = false;
@@ -464,11 +507,20 @@ static void follow(void)
 	char err[4096];
 	int n;
 
+	if ((pend.nlinks || pend.all) && !d.config_ok) {
+		/* the file did not apply (a device it needs was missing?): the whole file again */
+		bool any = pend.all;
+
+		for (int i = 0; i < pend.nlinks && !any; i++)
+			any = configured(pend.links[i]);
+		if (any)
+			apply("interface appeared");
+	}
 	if (open_locked(&x, err, sizeof(err))) {
 		logm(LOG_ERR, "following the kernel: %s", err);
 		return;
 	}
-	if ((pend.nlinks || pend.all) && !parse_text(&c, err, sizeof(err))) {
+	if ((pend.nlinks || pend.all) && d.config_ok && !parse_text(&c, err, sizeof(err))) {
 		if (pend.all) {
 			for (int i = 0; i < c.nlink; i++)
 				follow_link(&x, &c, c.link[i].name);
@@ -488,8 +540,23 @@ static void follow(void)
 		n = xdpr_link_sync(&x);
 		if (n < 0)
 			logm(LOG_ERR, "MAC change: %s", x.err);
-		else if (n)
-			logm(LOG_INFO, "%d interface MAC%s changed: written to the fast path", n, n == 1 ? "" : "s");
+		else if (n) {
+			int again = 0;
+
+			/*
+			 * The kernel flushed the neighbours of a device whose MAC
+			 * changed; packets translated back to inside hosts need
+			 * them (drop_nat_in_no_neigh otherwise): resolve them again.
+			 */
+			for (int i = 0; i < pend.nneigh; i++)
+				for (int k = 0; k < x.nlinks; k++)
+					if (x.links[k].ifindex == pend.gone[i].ifindex &&
+					    !xdpr_neigh_use(pend.gone[i].family, pend.gone[i].addr,
+							    pend.gone[i].ifindex))
+						again++;
+			logm(LOG_INFO, "%d interface MAC%s changed: written to the fast path; %d "
+			     "neighbour%s resolved again", n, n == 1 ? "" : "s", again, again == 1 ? "" : "s");
+		}
 	}
 	if (x.nlinks && pend.neigh) {
 		struct neigh_ctx nc = { &x, 0 };

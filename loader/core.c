@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -28,6 +29,7 @@
 #include "xdpr.skel.h"
 
 #define XDPR_RUN_DIR "/run/xdpr"
+#define XDPR_PIN_DIR "/sys/fs/bpf/xdpr"
 
 const char *const map_names[XM_MAX] = {
 	[XM_STATS] = XDPR_MAP_STATS,   [XM_IFACES] = XDPR_MAP_IFACES, [XM_TX] = XDPR_MAP_TX,
@@ -44,12 +46,13 @@ const char *const map_names[XM_MAX] = {
 	[XM_FLT_STATS] = XDPR_MAP_FLT_STATS, [XM_FLOWS] = XDPR_MAP_FLOWS,
 	[XM_FLT_FRAGS] = XDPR_MAP_FRAGS,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
+	[XM_SLOTS] = "xdpr_slot_names",
 };
 
 /* The library's own maps (bound to the program): a router may lack them. */
 static bool map_optional(int m)
 {
-	return m == XM_SINCE || m == XM_FLT_CTL;
+	return m == XM_SINCE || m == XM_FLT_CTL || m == XM_SLOTS;
 }
 
 void xdpr_crash_point(const char *op, const char *step)
@@ -231,11 +234,142 @@ int xdpr_netns_ino(unsigned long *ino)
 	return 0;
 }
 
+/* Whether a network namespace of that inode is alive (a process in it, or an ip netns name). */
+static bool netns_alive(unsigned long ino, const unsigned long *live, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (live[i] == ino)
+			return true;
+	return false;
+}
+
+static bool push_ino(unsigned long **v, size_t *n, size_t *cap, unsigned long ino)
+{
+	if (*n == *cap) {
+		unsigned long *m = realloc(*v, (*cap *= 2) * sizeof(**v));
+
+		if (!m)
+			return false;
+		*v = m;
+	}
+	(*v)[(*n)++] = ino;
+	return true;
+}
+
+/* The inodes of the network namespaces in use now: *out malloc'd, the count returned. */
+static size_t live_netns(unsigned long **out)
+{
+	size_t n = 0, cap = 256;
+	unsigned long *v = malloc(cap * sizeof(*v));
+	const char *dirs[2] = { "/proc", "/run/netns" };
+
+	*out = v;
+	if (!v)
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		DIR *d = opendir(dirs[k]);
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			char path[300];
+			struct stat st;
+
+			if (e->d_name[0] == '.' || (!k && (e->d_name[0] < '0' || e->d_name[0] > '9')))
+				continue;
+			snprintf(path, sizeof(path), k ? "%s/%s" : "%s/%s/ns/net", dirs[k], e->d_name);
+			if (!stat(path, &st) && !push_ino(out, &n, &cap, st.st_ino)) {
+				closedir(d);
+				return 0; /* a partial list would take live namespaces for gone */
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	/* namespaces kept by a bind mount only (ip netns add elsewhere, container runtimes) */
+	FILE *mi = fopen("/proc/self/mountinfo", "r");
+	char line[1024], mnt[512];
+
+	while (mi && fgets(line, sizeof(line), mi)) {
+		struct stat st;
+
+		if (!strstr(line, " - nsfs ") || sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1 ||
+		    stat(mnt, &st))
+			continue;
+		if (!push_ino(out, &n, &cap, st.st_ino)) {
+			n = 0;
+			break;
+		}
+	}
+	if (mi)
+		fclose(mi);
+	return n;
+}
+
+/*
+ * Lock files (and bpffs pins) of network namespaces that are gone: each
+ * lock file is taken (never one in use) and unlinked while held; a
+ * locker checks that the file it locked is still the one the path names.
+ */
+static void sweep_dead_netns(unsigned long self)
+{
+	static const char *dirs[2] = { XDPR_RUN_DIR, XDPR_PIN_DIR };
+	unsigned long *live;
+	size_t nlive = live_netns(&live);
+
+	if (!live || !nlive) {
+		free(live);
+		return;
+	}
+	for (int k = 0; k < 2; k++) {
+		DIR *d = opendir(dirs[k]);
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			unsigned long ino;
+			char path[300], tail[16];
+			int fd;
+
+			if (sscanf(e->d_name, "netns-%lu%15s", &ino, tail) < 1 || ino == self ||
+			    netns_alive(ino, live, nlive))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dirs[k], e->d_name);
+			if (!k) {
+				if (strcmp(tail, ".lock"))
+					continue;
+				fd = open(path, O_RDWR | O_CLOEXEC);
+				if (fd < 0)
+					continue;
+				if (!flock(fd, LOCK_EX | LOCK_NB))
+					unlink(path);
+				close(fd);
+			} else { /* a pin folder: its map pins, then itself */
+				DIR *pd = opendir(path);
+				struct dirent *pe;
+
+				while (pd && (pe = readdir(pd))) {
+					char pin[600];
+
+					if (pe->d_name[0] == '.')
+						continue;
+					snprintf(pin, sizeof(pin), "%s/%s", path, pe->d_name);
+					unlink(pin);
+				}
+				if (pd)
+					closedir(pd);
+				rmdir(path);
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	free(live);
+}
+
 static int lock_netns(struct xdpr *x)
 {
 	unsigned long ino = 0;
 	char path[64];
-	int fd, err;
+	int fd = -1, err;
 
 	/* One lock per network namespace: its inode names it uniquely while it lives. */
 	err = xdpr_netns_ino(&ino);
@@ -248,15 +382,29 @@ static int lock_netns(struct xdpr *x)
 		return -errno;
 	}
 	snprintf(path, sizeof(path), XDPR_RUN_DIR "/netns-%lu.lock", ino);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX)) {
-		err = -errno;
-		if (fd >= 0)
-			close(fd);
-		seterr(x, "cannot lock %s: %s", path, strerror(-err));
-		return err;
+	for (int tries = 0; tries < 100; tries++) {
+		struct stat a, b;
+
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0 || flock(fd, LOCK_EX)) {
+			err = -errno;
+			if (fd >= 0)
+				close(fd);
+			seterr(x, "cannot lock %s: %s", path, strerror(-err));
+			return err;
+		}
+		/* the file locked is still the one named (a sweep unlinks only what it holds) */
+		if (!fstat(fd, &a) && !stat(path, &b) && a.st_ino == b.st_ino)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		seterr(x, "cannot lock %s: it keeps being replaced", path);
+		return -EAGAIN;
 	}
 	x->lock_fd = fd;
+	sweep_dead_netns(ino);
 	return 0;
 }
 
@@ -277,6 +425,26 @@ static void lift_dead_freeze(struct xdpr *x)
 		snprintf(x->note, sizeof(x->note), "a NAT table resize that did not finish left a freeze: lifted");
 }
 
+/* CAP_SYS_ADMIN, or CAP_BPF with CAP_NET_ADMIN, in the effective set. */
+static bool privileged(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	unsigned long long eff = 0;
+	char line[256];
+	bool found = false;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+			found = true;
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (!found) /* no /proc: let the kernel decide */
+		return true;
+	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 12 & 1));
+}
+
 int xdpr_open(struct xdpr *x, unsigned int flags)
 {
 	struct if_nameindex *ifs, *it;
@@ -287,6 +455,12 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		x->fd[m] = -1;
 	x->lock_fd = -1;
 	xdpr_quiet_libs();
+	if (!privileged()) {
+		/* unprivileged, the programs of the interfaces cannot be seen: never say "not attached" */
+		seterr(x, "xdpr needs root: the router's programs and maps take CAP_SYS_ADMIN "
+			  "(or CAP_BPF and CAP_NET_ADMIN) to read or change");
+		return -EPERM;
+	}
 	if (flags & XDPR_O_LOCK) {
 		err = lock_netns(x);
 		if (err)
@@ -338,6 +512,26 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		if (l->has_cfg && x->fd[XM_SINCE] >= 0 &&
 		    !bpf_map_lookup_elem(x->fd[XM_SINCE], &l->cfg.slot, &t) && t)
 			l->since = t;
+	}
+	/* slots named for an interface that is not attached now: gone, or re-created */
+	for (__u32 slot = 1; slot < XDPR_MAX_IFACES && x->fd[XM_SLOTS] >= 0; slot++) {
+		struct xdpr_slot_name sn;
+		bool live = false;
+
+		if (bpf_map_lookup_elem(x->fd[XM_SLOTS], &slot, &sn) || !sn.name[0])
+			continue;
+		sn.name[IF_NAMESIZE - 1] = 0;
+		for (int i = 0; i < x->nlinks && !live; i++)
+			live = x->links[i].has_cfg && x->links[i].cfg.slot == slot;
+		if (live)
+			continue;
+		struct xdpr_gone *g = &x->gone[x->ngone++];
+
+		snprintf(g->name, sizeof(g->name), "%s", sn.name);
+		g->old_ifindex = sn.ifindex;
+		g->mode = sn.mode == XDPR_MODE_SKB ? XDPR_MODE_SKB : XDPR_MODE_NATIVE;
+		g->slot = slot;
+		g->recreated = if_nametoindex(sn.name) != 0;
 	}
 	for (int m = 0; m < XM_MAX && x->nlinks; m++)
 		if (x->fd[m] < 0 && !map_optional(m)) {
@@ -748,6 +942,33 @@ int xdpr_since_set(struct xdpr *x, int prog_fd, __u32 slot)
 	/* bound to the program so that xdpr_open finds it with the others */
 	if (fd < 0 || bpf_prog_bind_map(prog_fd, fd, NULL) ||
 	    bpf_map_update_elem(fd, &slot, &now, BPF_ANY))
+		return fd < 0 ? fd : -errno;
+	return 0;
+}
+
+/* The slot-name map (XM_SLOTS), created when missing: fd or -errno. */
+static int slots_map(struct xdpr *x)
+{
+	if (x->fd[XM_SLOTS] < 0) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, map_names[XM_SLOTS], sizeof(__u32),
+					sizeof(struct xdpr_slot_name), XDPR_MAX_IFACES, NULL);
+
+		if (fd < 0)
+			return -errno;
+		x->fd[XM_SLOTS] = fd;
+	}
+	return x->fd[XM_SLOTS];
+}
+
+int xdpr_slot_name_set(struct xdpr *x, int prog_fd, __u32 slot, const char *name, __u32 ifindex,
+		       enum xdpr_mode mode)
+{
+	struct xdpr_slot_name sn = { .ifindex = ifindex, .mode = mode };
+	int fd = slots_map(x);
+
+	snprintf(sn.name, sizeof(sn.name), "%s", name ? name : "");
+	if (fd < 0 || (prog_fd >= 0 && bpf_prog_bind_map(prog_fd, fd, NULL)) ||
+	    bpf_map_update_elem(fd, &slot, &sn, BPF_ANY))
 		return fd < 0 ? fd : -errno;
 	return 0;
 }

@@ -1643,32 +1643,38 @@ out:
 	return err;
 }
 
-/* A device's ifindex now (0: missing), remembering a few: lists name few devices often. */
-static __u32 dev_index(const char *name)
-{
-	static struct {
+/* A few devices' ifindexes, for one compile (lists name few devices often). */
+struct dev_cache {
+	struct {
 		char name[IF_NAMESIZE];
 		__u32 ifindex;
 	} seen[16];
-	static unsigned int next;
+	unsigned int next;
+};
+
+/* A device's ifindex now (0: missing). */
+static __u32 dev_index(struct dev_cache *dc, const char *name)
+{
 	__u32 idx;
 
-	for (size_t i = 0; i < sizeof(seen) / sizeof(seen[0]); i++)
-		if (seen[i].name[0] && !strcmp(seen[i].name, name))
-			return seen[i].ifindex;
+	for (size_t i = 0; i < sizeof(dc->seen) / sizeof(dc->seen[0]); i++)
+		if (dc->seen[i].name[0] && !strcmp(dc->seen[i].name, name))
+			return dc->seen[i].ifindex;
 	idx = if_nametoindex(name);
-	snprintf(seen[next].name, sizeof(seen[next].name), "%s", name);
-	seen[next].ifindex = idx;
-	next = (next + 1) % (sizeof(seen) / sizeof(seen[0]));
+	snprintf(dc->seen[dc->next].name, sizeof(dc->seen[dc->next].name), "%s", name);
+	dc->seen[dc->next].ifindex = idx;
+	dc->next = (dc->next + 1) % (sizeof(dc->seen) / sizeof(dc->seen[0]));
 	return idx;
 }
 
 /* Device names to this namespace's ifindexes, now (0: missing). */
 static void resolve(struct xdpr_flt_list *l)
 {
+	struct dev_cache dc = {}; /* now: a long-lived caller (xdprd) sees devices re-created */
+
 	for (size_t i = 0; i < l->n; i++) {
-		l->r[i].in_ifindex = l->r[i].in[0] ? dev_index(l->r[i].in) : 0;
-		l->r[i].out_ifindex = l->r[i].out[0] ? dev_index(l->r[i].out) : 0;
+		l->r[i].in_ifindex = l->r[i].in[0] ? dev_index(&dc, l->r[i].in) : 0;
+		l->r[i].out_ifindex = l->r[i].out[0] ? dev_index(&dc, l->r[i].out) : 0;
 	}
 }
 
@@ -2209,7 +2215,7 @@ bool xdpr_flt_same(const struct xdpr_flt_list *a, const struct xdpr_flt_list *b)
 	return true;
 }
 
-int xdpr_flt_replace(struct xdpr *x, const struct xdpr_flt_list *want, long *bad)
+int xdpr_flt_replace(struct xdpr *x, const struct xdpr_flt_list *want, bool missing_ok, long *bad)
 {
 	struct xdpr_flt_list live, nl;
 	struct xdpr_cfg c;
@@ -2262,6 +2268,8 @@ int xdpr_flt_replace(struct xdpr *x, const struct xdpr_flt_list *want, long *bad
 	}
 	for (size_t i = 0; i < want->n && !err; i++) {
 		err = rule_check(x, &nl, &want->r[i]);
+		if (err == -ENODEV && missing_ok)
+			err = 0; /* named, resolved when it exists (a rule on it matches nothing till then) */
 		if (err) {
 			*bad = i;
 			break;

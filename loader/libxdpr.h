@@ -46,16 +46,38 @@ struct xdpr_link {
  * The maps every program instance shares (names in xdpr_shared.h), and the
  * library's own, bound to the program (no packet reads them) and absent on
  * routers of older versions (or, XM_FLT_CTL, until the first filter change):
- * XM_SINCE, attach times by slot, and XM_FLT_CTL, the filter's rule lists
- * and sets, one per filter slot (loader/filter.c).
+ * XM_SINCE, attach times by slot, XM_FLT_CTL, the filter's rule lists
+ * and sets, one per filter slot (loader/filter.c), and XM_SLOTS, the name
+ * each counter slot was attached under (struct xdpr_slot_name).
  */
 enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
 	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS,
 	XM_FLT_WORD, XM_FLT_DESC, XM_FLT_VAL, XM_FLT_RULE, XM_FLT_LPM4, XM_FLT_LPM6, XM_FLT_IF,
 	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS,
-	XM_SINCE, XM_FLT_CTL,
+	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
+};
+
+/*
+ * An interface that was attached and is no longer there under that name
+ * (deleted, or deleted and re-created: a new ifindex xdpr is not on).  Its
+ * counter slot is kept for it: attaching the name again continues its
+ * counters; "link detach NAME" forgets it.
+ */
+struct xdpr_gone {
+	char name[IF_NAMESIZE];
+	__u32 old_ifindex;
+	enum xdpr_mode mode;
+	__u32 slot;
+	bool recreated;     /* a device of that name exists again */
+};
+
+/* XM_SLOTS values: which interface a counter slot belongs to. */
+struct xdpr_slot_name {
+	char name[IF_NAMESIZE];
+	__u32 ifindex;
+	__u32 mode;         /* enum xdpr_mode */
 };
 
 struct xdpr {
@@ -63,6 +85,8 @@ struct xdpr {
 	int lock_fd;
 	int nlinks;
 	struct xdpr_link links[XDPR_MAX_IFACES];
+	int ngone;
+	struct xdpr_gone gone[XDPR_MAX_IFACES];
 	char err[512];
 	char note[512];     /* warnings worth showing after a successful change, one a line */
 };
@@ -192,6 +216,8 @@ int xdpr_nat_held(struct xdpr *x, struct xdpr_held **out);
  * and is attached again under its name.  0 or -errno with x->err.
  */
 int xdpr_nat_repair(struct xdpr *x, char *const *attached, int n);
+/* A NAT rule (committed, not retired) names that interface. */
+bool xdpr_nat_waits_for(struct xdpr *x, const char *name);
 /* nr: flags, src, pool, ports filled in; dev and masquerade address are set here. */
 int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace);
 int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask);
@@ -359,10 +385,11 @@ int xdpr_flt_policy(struct xdpr *x, __u8 policy);
 int xdpr_flt_load(struct xdpr *x, struct xdpr_flt_spec *r, size_t n, long *bad);
 /*
  * Make want (rules, sets, policy) the live filter in one switch; a rule
- * equal to a live one keeps its id and counter.  *bad: the rule an error is
- * about, else -1.
+ * equal to a live one keeps its id and counter.  missing_ok: a device a
+ * rule names may not exist (xdprd: it is waited for).  *bad: the rule an
+ * error is about, else -1.
  */
-int xdpr_flt_replace(struct xdpr *x, const struct xdpr_flt_list *want, long *bad);
+int xdpr_flt_replace(struct xdpr *x, const struct xdpr_flt_list *want, bool missing_ok, long *bad);
 /* The same filter: policy, rules in order as written, sets and members. */
 bool xdpr_flt_same(const struct xdpr_flt_list *a, const struct xdpr_flt_list *b);
 /* Members into a set (created when new); the filter is recompiled. */

@@ -113,6 +113,8 @@ static __u32 free_slot(struct xdpr *x, const __u32 *taken, int ntaken)
 			used |= x->links[i].has_cfg && x->links[i].cfg.slot == s;
 		for (int i = 0; i < ntaken; i++)
 			used |= taken[i] == s;
+		for (int i = 0; i < x->ngone; i++) /* kept for its name until detached */
+			used |= x->gone[i].slot == s;
 		if (!used)
 			return s;
 	}
@@ -227,6 +229,7 @@ struct pending {
 	int nforeign;
 	struct foreign foreign[2];  /* driver or generic, and offloaded */
 	bool replaced;              /* ours replaced foreign[0] in one step */
+	bool keep_counters;         /* the slot of a gone interface of this name, reused */
 	struct xdpr_iface cfg;
 };
 
@@ -522,6 +525,8 @@ static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struc
 		return err;
 	}
 	xdpr_since_set(x, xdp_program__fd(sh->prog), pd->slot);
+	xdpr_slot_name_set(x, xdp_program__fd(sh->prog), pd->slot, name, pd->ifindex,
+			   mode == XDPR_MODE_SKB ? XDPR_MODE_SKB : XDPR_MODE_NATIVE);
 	mp = xdpr_get_multiprog(pd->ifindex);
 	*dispatcher = mp && !xdp_multiprog__is_legacy(mp);
 	xdp_multiprog__close(mp);
@@ -626,10 +631,21 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 			err = err == -EPROTONOSUPPORT ? -EINVAL : err;
 			goto out;
 		}
-		pd[i].slot = slots[i] = free_slot(x, slots, i);
+		pd[i].slot = 0;
+		for (int g = 0; g < x->ngone; g++) /* the same name again: its counters go on */
+			if (!strcmp(x->gone[g].name, ifnames[i])) {
+				pd[i].slot = x->gone[g].slot;
+				pd[i].keep_counters = true;
+			}
+		if (!pd[i].slot)
+			pd[i].slot = free_slot(x, slots, i);
+		slots[i] = pd[i].slot;
 		pd[i].cfg.slot = pd[i].slot;
 		/* XDPR_IF_XMIT is probed once our program is attached (attach_one) */
 		pd[i].cfg.flags = mode == XDPR_MODE_SKB ? XDPR_IF_GENERIC : 0;
+		/* rules waiting for this name: nothing inside leaves it until they are bound */
+		if (x->fd[XM_RULES] >= 0 && xdpr_nat_waits_for(x, ifnames[i]))
+			pd[i].cfg.flags |= XDPR_IF_NAT_PENDING;
 		snprintf(info->dev[i].name, sizeof(info->dev[i].name), "%s", ifnames[i]);
 		info->dev[i].replaced_foreign = pd[i].nforeign > 0;
 	}
@@ -642,7 +658,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 			goto out;
 	}
 	for (done = 0; done < n; done++) {
-		err = zero_slot(x, pd[done].slot);
+		err = pd[done].keep_counters ? 0 : zero_slot(x, pd[done].slot);
 		if (!err)
 			err = attach_one(x, &sh, ifnames[done], &pd[done], mode,
 					 &info->dev[done].dispatcher, info->dev[done].why,
@@ -721,9 +737,18 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 		for (int i = 0; i < x->nlinks; i++)
 			todo[cnt++] = &x->links[i];
 	}
+	int forgot = 0;
+
 	for (int i = 0; i < n; i++) {
 		const struct xdpr_link *l = xdpr_link_find(x, ifnames[i]);
+		bool gone = false;
 
+		for (int g = 0; g < x->ngone && !l; g++)
+			gone |= !strcmp(x->gone[g].name, ifnames[i]);
+		if (gone) { /* nothing to take off: forget it below */
+			forgot++;
+			continue;
+		}
 		if (!l) {
 			if (!if_nametoindex(ifnames[i]))
 				seterr(x, "cannot find device \"%s\"", ifnames[i]);
@@ -788,8 +813,20 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 			err = xdpr_nat_del(x, l->name, rule.src_net, rule.src_mask);
 		}
 	}
-	for (int i = 0; i < cnt && x->fd[XM_IFACES] >= 0; i++)
+	for (int i = 0; i < cnt && x->fd[XM_IFACES] >= 0; i++) {
+		if (todo[i]->has_cfg && x->fd[XM_SLOTS] >= 0)
+			xdpr_slot_name_set(x, -1, todo[i]->cfg.slot, NULL, 0, 0);
 		bpf_map_delete_elem(x->fd[XM_IFACES], &todo[i]->ifindex);
+	}
+	/* gone interfaces named (or every one, for "all"): their slots are free again */
+	for (int g = 0; g < x->ngone && x->fd[XM_SLOTS] >= 0; g++) {
+		bool named = n == 0;
+
+		for (int i = 0; i < n; i++)
+			named |= !strcmp(x->gone[g].name, ifnames[i]);
+		if (named)
+			xdpr_slot_name_set(x, -1, x->gone[g].slot, NULL, 0, 0);
+	}
 	/* filter rules naming a device are compiled again (it may be a new one by now) */
 	if (!err && cnt < x->nlinks && xdpr_flt_relink(x, NULL, 0))
 		add_note(x, x->err);

@@ -492,6 +492,7 @@ static int rebind(struct xdpr *x, struct nat_state *s, const char *op)
 		crash_point(op, "rebind-prepared");
 		for (int w = 0; w < n; w++)
 			e.rules[e.nrules++] = ids[w];
+		e.flags &= ~XDPR_IF_NAT_PENDING; /* bound: its rules translate from here on */
 		err = put_iface(x, l->ifindex, &e, l->name);
 		if (err)
 			return err;
@@ -632,6 +633,18 @@ static int settle_again(struct xdpr *x, const char *op, char *const *attached, i
 		err = nat_settle(x, s, op);
 	free(s);
 	return err;
+}
+
+bool xdpr_nat_waits_for(struct xdpr *x, const char *name)
+{
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && x->fd[XM_RULES] >= 0; id++) {
+		struct xdpr_nat_rule r;
+
+		if (!bpf_map_lookup_elem(x->fd[XM_RULES], &id, &r) && r.ifindex &&
+		    !(r.flags & XDPR_NAT_RETIRED) && !strncmp(r.ifname, name, IF_NAMESIZE))
+			return true;
+	}
+	return false;
 }
 
 int xdpr_nat_repair(struct xdpr *x, char *const *attached, int n)

@@ -243,18 +243,34 @@ static void fmt_prefix(const struct xdpr_route_spec *rs, char *buf, size_t len)
 }
 
 /* Is gw on a network connected to dev (IPv6 link-local counts)? */
-static bool gw_connected(int family, const __u8 *gw, const char *dev)
-{
-	struct ifaddrs *ifa, *i;
-	bool ok = false;
+enum gw_verdict { GW_OK, GW_UNCONNECTED, GW_OWN, GW_NETWORK, GW_BROADCAST };
 
-	if (family == AF_INET6 && gw[0] == 0xfe && (gw[1] & 0xc0) == 0x80)
-		return true;
+/*
+ * What the kernel would say of a gateway on dev: on one of its subnets and
+ * not one of the router's own addresses (on any interface), nor an IPv4
+ * subnet's network or broadcast address.
+ */
+static enum gw_verdict gw_check(int family, const __u8 *gw, const char *dev)
+{
+	enum gw_verdict v = GW_UNCONNECTED;
+	struct ifaddrs *ifa, *i;
+	int n = family == AF_INET ? 4 : 16;
+
 	if (getifaddrs(&ifa))
-		return false;
-	for (i = ifa; i && !ok; i = i->ifa_next) {
+		return GW_UNCONNECTED;
+	for (i = ifa; i; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == family && !memcmp(sa_bytes(i->ifa_addr), gw, n)) {
+			freeifaddrs(ifa);
+			return GW_OWN;
+		}
+	if (family == AF_INET6 && gw[0] == 0xfe && (gw[1] & 0xc0) == 0x80) {
+		freeifaddrs(ifa);
+		return GW_OK;
+	}
+	for (i = ifa; i && v != GW_OK; i = i->ifa_next) {
 		const __u8 *a, *m;
-		int n = family == AF_INET ? 4 : 16, b;
+		int b, plen = 0;
+		bool net = true, bcast = true;
 
 		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != family ||
 		    strcmp(i->ifa_name, dev))
@@ -263,23 +279,55 @@ static bool gw_connected(int family, const __u8 *gw, const char *dev)
 		m = sa_bytes(i->ifa_netmask);
 		for (b = 0; b < n && (a[b] & m[b]) == (gw[b] & m[b]); b++)
 			;
-		ok = b == n && memcmp(a, gw, n); /* on the subnet, not our own address */
+		if (b != n)
+			continue;
+		for (b = 0; b < n; b++) {
+			plen += __builtin_popcount(m[b]);
+			net &= !(gw[b] & ~m[b]);
+			bcast &= (__u8)(gw[b] | m[b]) == 0xff;
+		}
+		if (family == AF_INET && plen <= 30 && (net || bcast))
+			v = net ? GW_NETWORK : GW_BROADCAST;
+		else
+			v = GW_OK;
 	}
 	freeifaddrs(ifa);
-	return ok;
+	return v;
 }
 
-/* Gateways checked recently: a table of 100k routes has a handful of them. */
+/* Whether addr is one of this namespace's own addresses. */
+static bool own_address(int family, const __u8 *addr)
+{
+	struct ifaddrs *ifa, *i;
+	bool own = false;
+
+	if (getifaddrs(&ifa))
+		return false;
+	for (i = ifa; i && !own; i = i->ifa_next)
+		own = i->ifa_addr && i->ifa_addr->sa_family == family &&
+		      !memcmp(sa_bytes(i->ifa_addr), addr, family == AF_INET ? 4 : 16);
+	freeifaddrs(ifa);
+	return own;
+}
+
+/*
+ * Gateways checked in the last second: a table of 100k routes has a
+ * handful of them (a long-lived caller, xdprd, sees addresses change).
+ */
 static struct {
 	int family;
 	struct xdpr_nh nh;
+	__u64 at;
 } gw_ok[16];
 static unsigned int gw_ok_next;
 
 static bool gw_cached(int family, const struct xdpr_nh *nh)
 {
+	__u64 now = xdpr_mono_ns();
+
 	for (size_t i = 0; i < sizeof(gw_ok) / sizeof(gw_ok[0]); i++)
-		if (gw_ok[i].family == family && !memcmp(&gw_ok[i].nh, nh, sizeof(*nh)))
+		if (gw_ok[i].family == family && now - gw_ok[i].at < 1000000000ULL &&
+		    !memcmp(&gw_ok[i].nh, nh, sizeof(*nh)))
 			return true;
 	return false;
 }
@@ -289,8 +337,14 @@ int xdpr_route_check(struct xdpr *x, const struct xdpr_route_spec *rs)
 	char p[64], g[INET6_ADDRSTRLEN], dev[IF_NAMESIZE];
 
 	fmt_prefix(rs, p, sizeof(p));
+	if (rs->plen == (rs->family == AF_INET ? 32u : 128u) && own_address(rs->family, rs->addr)) {
+		seterr(x, "route %s: that is one of this router's own addresses: packets to it always "
+			  "go to the kernel, the route would never match", p);
+		return -EINVAL;
+	}
 	for (int i = 0; rs->r.action == XDPR_RT_VIA && i < rs->r.nnh; i++) {
 		const struct xdpr_nh *nh = &rs->r.nh[i];
+		enum gw_verdict v;
 
 		if (gw_cached(rs->family, nh))
 			continue;
@@ -299,11 +353,22 @@ int xdpr_route_check(struct xdpr *x, const struct xdpr_route_spec *rs)
 			seterr(x, "route %s: device of gateway %s not found", p, g);
 			return -ENODEV;
 		}
-		if (!gw_connected(rs->family, nh->gw, dev)) {
+		v = gw_check(rs->family, nh->gw, dev);
+		if (v == GW_OWN) {
+			seterr(x, "route %s: gateway %s is one of this router's own addresses", p, g);
+			return -EINVAL;
+		}
+		if (v == GW_NETWORK || v == GW_BROADCAST) {
+			seterr(x, "route %s: gateway %s is the %s address of a network on \"%s\"", p, g,
+			       v == GW_NETWORK ? "network" : "broadcast", dev);
+			return -EINVAL;
+		}
+		if (v != GW_OK) {
 			seterr(x, "route %s: gateway %s is not on a network connected to \"%s\"", p, g, dev);
 			return -ENETUNREACH;
 		}
 		gw_ok[gw_ok_next % (sizeof(gw_ok) / sizeof(gw_ok[0]))].family = rs->family;
+		gw_ok[gw_ok_next % (sizeof(gw_ok) / sizeof(gw_ok[0]))].at = xdpr_mono_ns();
 		gw_ok[gw_ok_next++ % (sizeof(gw_ok) / sizeof(gw_ok[0]))].nh = *nh;
 	}
 	return 0;

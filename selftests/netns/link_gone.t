@@ -6,6 +6,9 @@
 # `link attach`) removes its xdpr_ifaces entry (a device created later
 # with that ifindex must inherit nothing).  Read-only commands write
 # nothing.  The router keeps forwarding on the interfaces that remain.
+# Issue 12: `link show` lists a deleted interface as gone (with its slot and
+# counters) until it is attached again (the same slot: its counters go on)
+# or `link detach NAME` forgets it.
 . "$(dirname "$0")/lib.sh"
 need bpftool
 
@@ -41,7 +44,13 @@ is "$(map_keys "$R" xdpr_ifaces)" "$(keys "$i0" "$i2" "$i3")" "xdpr_ifaces holds
 is "$(map_keys "$R" xdpr_tx_ports)" "$(keys "$i0" "$i2" "$i3")" "xdpr_tx_ports holds r0, r2, r3"
 
 ok "ip link del r2 (while attached)" ip -n "$R" link del r2
-is "$(link_json "$R" | jq -r 'map(.dev) | sort | join(",")')" "r0,r3" "link show: r0 and r3 left"
+is "$(link_json "$R" | jq -r 'map(select(.state == "attached") | .dev) | sort | join(",")')" "r0,r3" "link show: r0 and r3 attached"
+is "$(link_json "$R" | jq -r 'map(select(.state == "gone") | "\(.dev) \(.ifindex) \(.recreated)") | join(",")')" "r2 $i2 false" \
+	"link show: r2 listed as gone (its old ifindex, not re-created)"
+slot2=$(link_json "$R" | jq -r '.[] | select(.dev == "r2") | .slot')
+like "$(xdpr link show)" 'r2 .* gone \(deleted: once it is back, "xdpr link attach r2" continues its counters; "xdpr link detach r2" forgets it\)' \
+	"link show (text) says r2 is gone and what to do"
+like "$(xdpr -j stats | jq -r '.interfaces[] | select(.dev == "r2") | .state')" '^gone$' "stats keeps r2's counters (state gone)"
 is "$(map_keys "$R" xdpr_tx_ports)" "$(keys "$i0" "$i3")" "the kernel removed r2's redirect entry"
 ok "stats (read-only) works" xdpr stats
 is "$(map_keys "$R" xdpr_ifaces)" "$(keys "$i0" "$i2" "$i3")" \
@@ -53,6 +62,14 @@ ok "ip link del r3 (while attached)" ip -n "$R" link del r3
 ok "link attach r1" xdpr link attach r1
 is "$(map_keys "$R" xdpr_ifaces)" "$(keys "$i0" "$i1")" "after link attach r1: r3's entry is gone"
 is "$(map_keys "$R" xdpr_tx_ports)" "$(keys "$i0" "$i1")" "xdpr_tx_ports: r0 and r1"
+
+is "$(link_json "$R" | jq -r 'map(select(.state == "gone") | .dev) | sort | join(",")')" "r2,r3" "r2 and r3 are listed as gone"
+ip -n "$R" link add r2 type veth peer name r2p && ip -n "$R" link set r2 up && ip -n "$R" link set r2p up
+is "$(link_json "$R" | jq -r '.[] | select(.dev == "r2") | "\(.state) \(.recreated)"')" "gone true" "r2 re-created: gone, re-created"
+ok "link attach r2 (re-created)" xdpr link attach r2
+is "$(link_json "$R" | jq -r '.[] | select(.dev == "r2") | "\(.state) \(.slot)"')" "attached $slot2" "r2 attached again in its old slot $slot2 (its counters go on)"
+ok "link detach r3 (gone): forgets it" xdpr link detach r3
+is "$(link_json "$R" | jq -r 'map(.dev) | sort | join(",")')" "r0,r1,r2" "r3 is no longer listed"
 
 f0=$(ctr "$R" r0 forwarded)
 ok "IPv4 ping C -> S" ping4 "$C" 10.0.2.2 5

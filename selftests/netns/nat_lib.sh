@@ -338,6 +338,26 @@ LEAK_FILTER='ip and (src net 10.0.1.0/24 or src net 10.0.3.0/24 or
 	 ((icmp[20:4] & 0xffffff00) == 0x0a000100 or (icmp[20:4] & 0xffffff00) == 0x0a000300 or
 	  (icmp[24:4] & 0xffffff00) == 0x0a000100 or (icmp[24:4] & 0xffffff00) == 0x0a000300)))'
 LEAK_PID=
+# recreate_r1 [IFINDEX]: r1/h0 again, addressed and routed as nat_topo_create made them.
+recreate_r1() {
+	local i
+	ip -n "$R" link add r1 ${1:+index "$1"} type veth peer name h0 netns "$H" ||
+		bail_out "cannot create veth r1/h0"
+	ip -n "$R" addr add 10.0.2.1/24 dev r1
+	ip -n "$H" addr add 10.0.2.2/24 dev h0
+	in_ns "$R" ethtool -K r1 tx off >/dev/null 2>&1
+	in_ns "$H" ethtool -K h0 gro on tx off >/dev/null 2>&1
+	ip -n "$R" link set r1 up
+	ip -n "$H" link set h0 up
+	ip -n "$R" route add 10.0.4.0/24 via 10.0.2.2
+	ip -n "$H" route add 198.51.100.0/24 via 10.0.2.1
+	for ((i = 0; i < 10; i++)); do
+		T_TIMEOUT=5 in_ns "$R" ping -c1 -W1 -q 10.0.4.2 >/dev/null 2>&1 && return 0
+		sleep 0.5
+	done
+	bail_out "the new r1 does not reach S"
+}
+
 leak_start() {
 	timeout 600 ip netns exec "$H" tcpdump -Z root -i h0 -n -U --immediate-mode -s 1600 -B 32768 \
 		-w "$T_TMP/leak.pcap" "$LEAK_FILTER" 2>"$T_TMP/leak.err" &

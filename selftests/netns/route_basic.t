@@ -81,8 +81,10 @@ ll=$(lladdr "$S1" s1)
 if [ -n "$ll" ]; then
 	ok "route add 2001:db8:101::/48 via $ll dev r1 (s1's link-local address)" \
 		xdpr route add 2001:db8:101::/48 via "$ll" dev r1
+	s1mac=$(ip -n "$S1" -j link show s1 | jq -r '.[0].address')
 	is "$(xdpr -j route show 2001:db8:101::/48 | jq -c '.[0].nexthops')" \
-		"[{\"gateway\":\"$ll\",\"dev\":\"r1\"}]" "route show: the link-local gateway and its device"
+		"[{\"gateway\":\"$ll\",\"dev\":\"r1\",\"mac\":\"$s1mac\"}]" \
+		"route show: the link-local gateway, its device and the MAC the route keeps (s1's)"
 	f0=$(ctr "$R" r0 forwarded)
 	g0=$(ctr "$R" r0 pass_route_gw)
 	if cap_start "$S1" s1 "$T_TMP/ll.pcap" 'icmp6 and ip6[40] == 128'; then

@@ -48,7 +48,7 @@ bad "add, gateway on no network at all" 1 \
 	'route 198.51.100.0/24: gateway 10.77.0.1 is not on a network connected to "r1"' \
 	route add 198.51.100.0/24 via 10.77.0.1 dev r1
 bad "add, gateway is the router's own address" 1 \
-	'route 198.51.100.0/24: gateway 10.0.2.1 is not on a network connected to "r1"' \
+	"route 198.51.100.0/24: gateway 10.0.2.1 is one of this router's own addresses" \
 	route add 198.51.100.0/24 via 10.0.2.1 dev r1
 bad "add ip6, gateway not on a network of the device" 1 \
 	'route 2001:db8:5::/48: gateway 2001:db8:3::2 is not on a network connected to "r1"' \

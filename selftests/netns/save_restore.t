@@ -145,4 +145,33 @@ cli "$R" save
 is "$OUT" "$(cat "$T_TMP/saved2")" "save | restore - on a fresh router: save prints the same text"
 like "$(tcp_ask "$C1" 10.0.4.2 7000)" '^10\.0\.2\.1:[0-9]+$' "and the restored router masquerades again"
 
+# ---- /run/xdpr: lock files of namespaces that are gone are removed, one in use is not
+touch /run/xdpr/netns-999999001.lock
+exec {LFD}>/run/xdpr/netns-999999002.lock # this shell holds it
+ok "this test holds a lock file of a namespace that is gone" flock -n "$LFD"
+ok "a locked command" xdpr nat gc
+ok "the lock file of a namespace that is gone was removed" not test -e /run/xdpr/netns-999999001.lock
+ok "a lock file someone holds stays" test -e /run/xdpr/netns-999999002.lock
+ok "the router's own lock file stays" test -e "/run/xdpr/netns-$(in_ns "$R" stat -L -c %i /proc/self/ns/net).lock"
+exec {LFD}>&-
+rm -f /run/xdpr/netns-999999002.lock
+
+# ---- operator details: repeated words are usage errors, control characters are quoted
+cli_fails "nat add ... masquerade masquerade" 2 '"masquerade" given twice' "$R" nat add out r1 masquerade masquerade
+cli_fails "nat add ... ports twice" 2 '"ports" given twice' "$R" nat add out r1 masquerade ports 2000-3000 ports 4000-5000
+cli_fails "nat timeout udp twice" 2 '"udp" given twice' "$R" nat timeout udp 60 udp 70
+cli_fails "link attach mode twice" 2 '"mode" given twice' "$R" link attach r0 mode skb mode native
+cli_fails "a control character in an argument" 2 'invalid IPv4 prefix "10.0.0.0\x1b[31m"' "$R" nat add out r1 masquerade src $'10.0.0.0\e[31m'
+cli_fails "a route via the router's own address" 1 'gateway 10.0.2.1 is one of this router'"'"'s own addresses' "$R" route add 198.18.9.0/24 via 10.0.2.1 dev r1
+cli_fails "a route via a network address" 1 'gateway 10.0.2.0 is the network address of a network on "r1"' "$R" route add 198.18.9.0/24 via 10.0.2.0 dev r1
+cli_fails "a route via a broadcast address" 1 'gateway 10.0.2.255 is the broadcast address of a network on "r1"' "$R" route add 198.18.9.0/24 via 10.0.2.255 dev r1
+cli_fails "a map route for the router's own address" 1 "route 10.0.1.1/32: that is one of this router's own addresses" "$R" route add 10.0.1.1/32 blackhole
+# unprivileged: say that root is needed, never "not attached"
+for c in "link show" "stats" "save"; do
+	# shellcheck disable=SC2086 # words
+	in_ns "$R" setpriv --reuid=nobody --regid=nogroup --clear-groups "$XDPR" $c >/dev/null 2>"$T_TMP/np.err"
+	rc=$?
+	is "$rc $(head -c 22 "$T_TMP/np.err")" "1 Error: xdpr needs root" "unprivileged xdpr $c: exit 1, \"xdpr needs root\""
+done
+
 done_testing

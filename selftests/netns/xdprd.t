@@ -6,8 +6,10 @@
 # forwarded-packet counter rise; promtool finds the text clean), sweeps
 # expired NAT sessions by itself, follows the kernel (an address added inside
 # a blackholed map prefix is answered within a second; r1 deleted and
-# re-created is attached and NAT-ing again within seconds, nothing with an
-# inside source on the wire in between), survives kill -9 and a restart
+# re-created is attached and NAT-ing again within seconds, its counters and
+# filter rule go on, nothing with an inside source on the wire in between; a
+# MAC change is written to the fast path; a gateway MAC a route keeps is
+# refreshed when the neighbour changes), survives kill -9 and a restart
 # under a TCP transfer through the NAT (transfer intact, session kept),
 # applies a changed file on SIGHUP (RELOADING=1, READY=1), and on SIGTERM
 # (STOPPING=1) leaves the fast path running, or detaches with on-stop detach.
@@ -26,6 +28,7 @@ link attach r0 r1 r2
 nat timeout udp 2
 nat add out r1 masquerade
 route add 192.0.2.0/24 blackhole
+filter add out r1 proto udp dport 7010 drop
 EOF
 
 # notify_listen: a datagram socket standing in for systemd's; each message
@@ -81,6 +84,17 @@ metrics() {
 	T_TIMEOUT=10 in_ns "$R" curl -sf "http://127.0.0.1:$MPORT/metrics$1"
 }
 
+# r1_attached IFINDEX: waits up to 5 s for xdpr on r1 with that ifindex; prints the one attached
+r1_attached() {
+	local att i
+	for ((i = 0; i < 50; i++)); do
+		att=$(xdpr -j link show | jq -r '.[] | select(.dev == "r1" and .state == "attached") | .ifindex')
+		[ "$att" == "$1" ] && break
+		sleep 0.1
+	done
+	echo "$att"
+}
+
 ok "a stand-in for systemd's notify socket" notify_listen || abort "no notify socket"
 
 # ---- start: the file applied, READY=1
@@ -130,7 +144,7 @@ done
 like "$v0" '^[0-9]+$' "Prometheus scraped xdprd: $FWD = $v0" || diag_file "$T_TMP/prom.log"
 ping4 "$C1" 10.0.4.2 5 >/dev/null
 v1=$v0
-for ((i = 0; i < 100 && v1 <= v0; i++)); do
+for ((i = 0; i < 100 && v1 < v0 + 5; i++)); do
 	sleep 0.2
 	v1=$(promq "$FWD")
 	v1=${v1:-0}
@@ -168,37 +182,54 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 is "$answered" yes "the router answers its new address 192.0.2.1 (after ${ms} ms)"
 num "$ms" -le 1500 "answered within a second of the address appearing (plus ping's own 100 ms steps)"
 
+# ---- an interface's MAC changes: written to the fast path, which keeps forwarding
+ip -n "$R" link set r0 address 02:00:00:00:aa:01
+ip -n "$C1" neigh replace 10.0.1.1 lladdr 02:00:00:00:aa:01 dev c1
+ok "xdprd wrote the new MAC of r0 and resolved the neighbours the kernel flushed" logged 1 "1 interface MAC changed: written to the fast path; "
+f0=$(ctr "$R" r0 forwarded)
+ok "ping C1 -> S to r0's new MAC" ping4 "$C1" 10.0.4.2 3 || { diag "$(xdpr -s stats dev r0)"; diag "$(ip -n "$C1" neigh)"; diag "$(ip -n "$R" link show r0)"; }
+num "$(grown "$f0" "$R" r0 forwarded)" -ge 3 "r0 forwards them in XDP (frames to its new MAC are its own)"
+
+# ---- a gateway's MAC changes: a route that keeps it (IPv6 link-local) follows
+ll=$(ip -n "$H" -j addr show h0 | jq -r '.[0].addr_info[] | select(.family == "inet6" and .scope == "link") | .local')
+hmac=$(ip -n "$H" -j link show h0 | jq -r '.[0].address')
+ok "route add 2001:db8:77::/64 via $ll dev r1 (link-local)" xdpr route add 2001:db8:77::/64 via "$ll" dev r1
+is "$(xdpr -j route show 2001:db8:77::/64 | jq -r '.[0].nexthops[0].mac')" "$hmac" "the route keeps h0's MAC $hmac"
+ip -n "$R" neigh replace "$ll" lladdr 02:00:00:00:77:01 dev r1
+m1=
+for ((i = 0; i < 30; i++)); do
+	m1=$(xdpr -j route show 2001:db8:77::/64 | jq -r '.[0].nexthops[0].mac')
+	[ "$m1" == 02:00:00:00:77:01 ] && break
+	sleep 0.1
+done
+is "$m1" 02:00:00:00:77:01 "the neighbour entry changed: xdprd refreshed the route's MAC"
+ok "xdprd logged it" logged 1 "1 route with a kept gateway MAC refreshed"
+ok "route del 2001:db8:77::/64" xdpr route del 2001:db8:77::/64
+
 # ---- r1 deleted and re-created: attached and NAT-ing again, no inside source on the wire
+udp_echo "$S" 7010
+f7010=$(xdpr -j filter show | jq '.rules[0].packets')
+is "$(udp "$C1" ask 40003 1 10.0.4.2:7010)" timeout "the file's filter rule (out r1 ... dport 7010 drop) drops"
+num "$(xdpr -j filter show | jq '.rules[0].packets')" -gt "$f7010" "and counts it"
 cap_start leak "$S" s0 "$LEAK_FILTER" || abort "no capture on s0"
 ( for ((i = 0; i < 120; i++)); do echo "probe $i"; sleep 0.05; done ) |
 	T_TIMEOUT=20 in_ns "$C1" socat -u - UDP4-DATAGRAM:10.0.4.2:7009 2>/dev/null &
 SPRAY=$!
 old=$(ip -n "$R" -j link show r1 | jq '.[0].ifindex')
+c_before=$(ctr "$R" r1 forwarded)
+num "$c_before" -ge 1 "r1 has forwarded packets ($c_before) before it is deleted"
 ip -n "$R" link del r1
 sleep 0.5
-ip -n "$R" link add r1 type veth peer name h0 netns "$H" || bail_out "cannot create veth r1/h0"
-ip -n "$R" addr add 10.0.2.1/24 dev r1
-ip -n "$H" addr add 10.0.2.2/24 dev h0
-in_ns "$R" ethtool -K r1 tx off >/dev/null 2>&1
-in_ns "$H" ethtool -K h0 gro on tx off >/dev/null 2>&1
-ip -n "$R" link set r1 up
-ip -n "$H" link set h0 up
-ip -n "$R" route add 10.0.4.0/24 via 10.0.2.2
-ip -n "$H" route add 198.51.100.0/24 via 10.0.2.1
+recreate_r1
 new=$(ip -n "$R" -j link show r1 | jq '.[0].ifindex')
-att=
-for ((i = 0; i < 50; i++)); do
-	att=$(xdpr -j link show | jq -r '.[] | select(.dev == "r1") | .ifindex')
-	[ "$att" == "$new" ] && break
-	sleep 0.1
-done
+att=$(r1_attached "$new")
 is "$att" "$new" "r1 re-created (ifindex $old -> $new): xdprd attached it again"
 ok "xdprd logged it" logged 1 "r1 appeared (ifindex $new): attached in native mode"
-for ((i = 0; i < 20; i++)); do
-	T_TIMEOUT=5 in_ns "$R" ping -c1 -W1 -q 10.0.4.2 >/dev/null 2>&1 && break
-	sleep 0.3
-done
 like "$(udp "$C1" ask 40002 3 10.0.4.2:7000)" '^10\.0\.2\.1:' "through the new r1 the UDP flow is masqueraded again"
+num "$(ctr "$R" r1 forwarded)" -gt "$c_before" "r1's counters went on from $c_before (the same slot)"
+f7010=$(xdpr -j filter show | jq '.rules[0].packets')
+is "$(udp "$C1" ask 40004 1 10.0.4.2:7010)" timeout "the filter rule follows the name: out the new r1, UDP 7010 still dropped"
+num "$(xdpr -j filter show | jq '.rules[0].packets')" -gt "$f7010" "and counted by the same rule"
 wait "$SPRAY"
 cap_stop leak
 is "$(timeout 10 tcpdump -r "$T_TMP/leak.pcap" -n 2>/dev/null | grep -c '^[0-9]')" 0 \
@@ -233,7 +264,7 @@ stream_check
 cp "$CONF" "$T_TMP/conf.good"
 echo "route add 10.99.0.0/16 blakhole" >>"$CONF"
 kill -HUP "$DAEMON_PID"
-ok "a bad file on reload is refused, with its line" logged 1 "reload: configuration not applied: $CONF line 6: unknown route word"
+ok "a bad file on reload is refused, with its line" logged 1 "reload: configuration not applied: $CONF line $(wc -l <"$CONF"): unknown route word"
 ok "READY=1 again after the refused reload" notified 4 "READY=1"
 like "$(metrics | grep '^xdprd_config_ok')" '^xdprd_config_ok 0$' "xdprd_config_ok 0"
 cp "$T_TMP/conf.good" "$CONF"
@@ -251,6 +282,23 @@ kill -TERM "$DAEMON_PID"
 wait "$DAEMON_PID"
 is "$(xdpr -j link show | jq length)" 0 "on-stop detach: SIGTERM detached every interface"
 ok "logged" logged 1 "stopping (on-stop detach): detached 3 interfaces"
+
+# ---- started while r1 is missing: the rest applies; r1 and its NAT rule once it appears
+sed -i '/^on-stop detach$/d' "$CONF"
+ip -n "$R" link del r1
+daemon_start
+ok "started without r1: READY=1" notified 6 "READY=1"
+ok "it logs that it waits for r1" logged 1 "waiting for r1"
+is "$(xdpr -j link show | jq -r '[.[] | select(.state == "attached") | .dev] | sort | join(" ")')" "r0 r2" \
+	"r0 and r2 are attached"
+is "$(xdpr -j nat show | jq length)" 0 "no NAT rule yet (its interface is missing)"
+recreate_r1
+new=$(ip -n "$R" -j link show r1 | jq '.[0].ifindex')
+is "$(r1_attached "$new")" "$new" "r1 appeared: attached"
+ok "its NAT rule was added" logged 1 "r1: NAT rule of line 3 added"
+like "$(udp "$C1" ask 40005 3 10.0.4.2:7000)" '^10\.0\.2\.1:' "UDP from C1 is masqueraded through r1"
+kill -TERM "$DAEMON_PID"
+wait "$DAEMON_PID"
 
 # ---- bad start: an unknown option, a missing file
 T_TIMEOUT=5 in_ns "$R" "$XDPRD" --frob >/dev/null 2>"$T_TMP/e1"
