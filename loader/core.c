@@ -277,9 +277,17 @@ static size_t live_netns(unsigned long **out)
 			if (e->d_name[0] == '.' || (!k && (e->d_name[0] < '0' || e->d_name[0] > '9')))
 				continue;
 			snprintf(path, sizeof(path), k ? "%s/%s" : "%s/%s/ns/net", dirs[k], e->d_name);
-			if (!stat(path, &st) && !push_ino(out, &n, &cap, st.st_ino)) {
+			/*
+			 * A namespace that cannot be looked at (a process with more
+			 * capabilities: EACCES) may be alive: then nothing is known to
+			 * be gone.  A process that exited meanwhile (ENOENT) is gone.
+			 */
+			int r = stat(path, &st);
+
+			if ((r && errno != ENOENT && errno != ESRCH) ||
+			    (!r && !push_ino(out, &n, &cap, st.st_ino))) {
 				closedir(d);
-				return 0; /* a partial list would take live namespaces for gone */
+				return 0;
 			}
 		}
 		if (d)
