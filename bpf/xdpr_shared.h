@@ -183,8 +183,11 @@ enum xdpr_nat_rule_flags {
 	                              until they end or the interface's rule is deleted */
 };
 
+/* A waiting rule's ifindex when its interface was never attached: no device has it. */
+#define XDPR_NAT_IF_NONE 0xffffffffu
+
 struct xdpr_nat_rule {
-	__u32 ifindex;      /* outside interface; 0 = unused slot */
+	__u32 ifindex;      /* outside interface; 0 = unused slot, XDPR_NAT_IF_NONE: waiting */
 	__u32 flags;        /* enum xdpr_nat_rule_flags */
 	__be32 src_net;     /* inside sources translated by this rule */
 	__be32 src_mask;

@@ -501,10 +501,21 @@ int conf_read(struct xdpr *x, struct conf *c, char *err, size_t len)
 	for (int i = 0; i < x->nlinks; i++) {
 		snprintf(c->link[i].name, sizeof(c->link[i].name), "%s", x->links[i].name);
 		c->link[i].mode = x->links[i].mode;
+		c->link[i].force = x->links[i].forced;
 	}
 	c->nlink = x->nlinks;
 	if (!x->nlinks)
 		return 0;
+	/* gone interfaces were attached and are expected back: saved by name */
+	for (int i = 0; i < x->ngone && c->nlink < XDPR_MAX_IFACES; i++) {
+		struct conf_link *l = &c->link[c->nlink++];
+
+		snprintf(l->name, sizeof(l->name), "%s", x->gone[i].name);
+		l->mode = x->gone[i].mode;
+		l->force = x->gone[i].forced;
+		l->gone = true;
+		l->old_ifindex = x->gone[i].old_ifindex;
+	}
 	if (xdpr_cfg_get(x, &cfg))
 		goto fail;
 	for (size_t k = 0; k < NKNOBS; k++)
@@ -563,7 +574,20 @@ static void print_nat(FILE *f, const struct conf_nat *n)
 	fputc('\n', f);
 }
 
-static void print_route(FILE *f, const struct xdpr_route_spec *s)
+/* A next hop's device by name: a gone interface's under the ifindex it had. */
+static void nh_dev(const struct conf *c, __u32 ifindex, char *dev)
+{
+	if (if_indextoname(ifindex, dev))
+		return;
+	for (int i = 0; i < c->nlink; i++)
+		if (c->link[i].gone && c->link[i].old_ifindex == ifindex) {
+			snprintf(dev, IF_NAMESIZE, "%s", c->link[i].name);
+			return;
+		}
+	snprintf(dev, IF_NAMESIZE, "if%u", ifindex);
+}
+
+static void print_route(FILE *f, const struct conf *c, const struct xdpr_route_spec *s)
 {
 	char p[INET6_ADDRSTRLEN + 8], a[INET6_ADDRSTRLEN], dev[IF_NAMESIZE];
 
@@ -579,8 +603,7 @@ static void print_route(FILE *f, const struct xdpr_route_spec *s)
 	}
 	for (int i = 0; i < s->r.nnh && i < XDPR_RT_MAX_NH; i++) {
 		inet_ntop(s->family, s->r.nh[i].gw, a, sizeof(a));
-		if (!if_indextoname(s->r.nh[i].ifindex, dev))
-			snprintf(dev, sizeof(dev), "if%u", s->r.nh[i].ifindex);
+		nh_dev(c, s->r.nh[i].ifindex, dev);
 		fprintf(f, " via %s dev %s", a, dev);
 	}
 	fputc('\n', f);
@@ -590,17 +613,19 @@ void conf_print(FILE *f, const struct conf *c)
 {
 	char buf[512];
 
-	/* one line per mode, in attach order */
-	for (int m = XDPR_MODE_NATIVE; m <= XDPR_MODE_SKB; m++) {
+	/* one line per mode (and force), in attach order */
+	for (int m = 0; m < 4; m++) {
+		enum xdpr_mode mode = m & 1 ? XDPR_MODE_SKB : XDPR_MODE_NATIVE;
+		bool force = m & 2;
 		int k = 0;
 
 		for (int i = 0; i < c->nlink; i++) {
-			if (c->link[i].mode != (enum xdpr_mode)m)
+			if (c->link[i].mode != mode || c->link[i].force != force)
 				continue;
 			fprintf(f, "%s %s", k++ ? "" : "link attach", c->link[i].name);
 		}
 		if (k)
-			fprintf(f, "%s\n", m == XDPR_MODE_SKB ? " mode skb" : "");
+			fprintf(f, "%s%s\n", mode == XDPR_MODE_SKB ? " mode skb" : "", force ? " force" : "");
 	}
 	for (const char *cmd = "limit"; cmd; cmd = !strcmp(cmd, "limit") ? "timeout" : NULL) {
 		int k = 0;
@@ -624,11 +649,11 @@ void conf_print(FILE *f, const struct conf *c)
 			memcpy(rs, c->route, c->nroute * sizeof(*rs));
 			qsort(rs, c->nroute, sizeof(*rs), route_order);
 			for (size_t i = 0; i < c->nroute; i++)
-				print_route(f, &rs[i]);
+				print_route(f, c, &rs[i]);
 			free(rs);
 		} else {
 			for (size_t i = 0; i < c->nroute; i++)
-				print_route(f, &c->route[i]);
+				print_route(f, c, &c->route[i]);
 		}
 	}
 	/* sets: 32 members a line */
@@ -664,6 +689,14 @@ static const struct conf_link *link_in(const struct conf *c, const char *name)
 	return NULL;
 }
 
+/* Attached now (a gone interface is listed, not attached). */
+static const struct conf_link *attached_in(const struct conf *c, const char *name)
+{
+	const struct conf_link *l = link_in(c, name);
+
+	return l && !l->gone ? l : NULL;
+}
+
 static const struct conf_nat *nat_in(const struct conf *c, const struct conf_nat *n)
 {
 	for (int i = 0; i < c->nnat; i++)
@@ -671,6 +704,14 @@ static const struct conf_nat *nat_in(const struct conf *c, const struct conf_nat
 		    c->nat[i].r.src_mask == n->r.src_mask)
 			return &c->nat[i];
 	return NULL;
+}
+
+/* Two sources overlap when the shorter prefix holds the longer. */
+static bool nat_overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
+{
+	__be32 m = a->src_mask & b->src_mask;
+
+	return (a->src_net & m) == (b->src_net & m);
 }
 
 static bool nat_same(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
@@ -790,7 +831,7 @@ static int precheck(struct xdpr *x, const struct conf *want, const struct conf *
 			     want->policy_line))
 		return ERR("no \"link attach\" line: the fast path holds no state until it is attached");
 	for (int i = 0; i < want->nlink; i++) {
-		const struct conf_link *l = &want->link[i], *o = link_in(have, l->name);
+		const struct conf_link *l = &want->link[i], *o = attached_in(have, l->name);
 
 		if (o && o->mode != l->mode)
 			return ERR("%sline %zu: %s is attached in %s mode (detach it to change the mode)",
@@ -839,7 +880,7 @@ static int attach_new(struct xdpr *x, const struct conf *want, const struct conf
 		for (int i = 0; i < want->nlink; i++) {
 			const struct conf_link *l = &want->link[i];
 
-			if (l->mode != (enum xdpr_mode)m || link_in(have, l->name))
+			if (l->mode != (enum xdpr_mode)m || attached_in(have, l->name))
 				continue;
 			devs[n++] = (char *)l->name;
 			if (l->force)
@@ -850,9 +891,8 @@ static int attach_new(struct xdpr *x, const struct conf *want, const struct conf
 		if (xdpr_attach(x, devs, n, m, flags, &info))
 			return ERR("link attach %s: %s", devs[0], x->err);
 		d->attached += n;
-		/* the handle learns the new links by opening again (the lock is taken again) */
-		xdpr_close(x);
-		if (xdpr_open(x, XDPR_O_LOCK))
+		/* the handle learns the new links (the lock stays held) */
+		if (xdpr_refresh(x))
 			return ERR("%s", x->err);
 	}
 	return 0;
@@ -889,6 +929,7 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 		  struct conf_diff *d, char *err, size_t len)
 {
 	char *devs[XDPR_MAX_IFACES];
+	bool gone_nat[XDPR_NAT_MAX_RULES] = {};
 	int ret, n = 0;
 	long bad;
 
@@ -898,16 +939,45 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 		goto detach;
 	if ((ret = apply_knobs(x, want, d, err, len)))
 		return ret;
+	/*
+	 * A rule no longer wanted that overlaps a new one on its interface
+	 * (its src changed) goes first: two overlapping rules cannot coexist.
+	 */
+	for (int i = 0; i < have->nnat; i++) {
+		bool in_way = false;
+
+		if (nat_in(want, &have->nat[i]))
+			continue;
+		for (int k = 0; k < want->nnat && !in_way; k++)
+			in_way = !strcmp(want->nat[k].dev, have->nat[i].dev) && !nat_in(have, &want->nat[k]) &&
+				 nat_overlap(&want->nat[k].r, &have->nat[i].r);
+		if (!in_way)
+			continue;
+		if (xdpr_nat_del(x, have->nat[i].dev, have->nat[i].r.src_net, have->nat[i].r.src_mask))
+			return ERR("nat del out %s: %s", have->nat[i].dev, x->err);
+		gone_nat[i] = true;
+		d->nat_deleted++;
+	}
 	for (int i = 0; i < want->nnat; i++) {
 		const struct conf_nat *o = nat_in(have, &want->nat[i]);
 		struct xdpr_nat_rule r = want->nat[i].r;
+		bool attached = xdpr_link_find(x, want->nat[i].dev) != NULL;
 
 		if (o && nat_same(&o->r, &r))
 			continue;
-		if (want->nat[i].waiting) /* its device is missing: added when it appears (xdprd) */
-			continue;
-		if (xdpr_nat_add(x, want->nat[i].dev, &r, o != NULL))
+		if (!attached) {
+			/*
+			 * Its interface is missing or not attached: a waiting rule, so
+			 * that nothing from its inside leaves untranslated meanwhile
+			 * (a changed one is put in again: a waiting rule has no sessions).
+			 */
+			if (o && xdpr_nat_del(x, o->dev, o->r.src_net, o->r.src_mask))
+				return ERR("%sline %zu: %s", want->name, want->nat[i].line, x->err);
+			if (xdpr_nat_add_waiting(x, want->nat[i].dev, &r))
+				return ERR("%sline %zu: %s", want->name, want->nat[i].line, x->err);
+		} else if (xdpr_nat_add(x, want->nat[i].dev, &r, o != NULL)) {
 			return ERR("%sline %zu: %s", want->name, want->nat[i].line, x->err);
+		}
 		*(o ? &d->nat_replaced : &d->nat_added) += 1;
 	}
 	if ((ret = apply_routes(x, want, have, d, err, len)))
@@ -921,7 +991,7 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 		d->filter = true;
 	}
 	for (int i = 0; i < have->nnat; i++) {
-		if (nat_in(want, &have->nat[i]))
+		if (gone_nat[i] || nat_in(want, &have->nat[i]))
 			continue;
 		if (xdpr_nat_del(x, have->nat[i].dev, have->nat[i].r.src_net, have->nat[i].r.src_mask))
 			return ERR("nat del out %s: %s", have->nat[i].dev, x->err);
@@ -933,17 +1003,27 @@ detach:
 			devs[n++] = (char *)have->link[i].name;
 	if (!n)
 		return 0;
-	/* their NAT rules went above, unless the file keeps a rule waiting for one */
+	/*
+	 * Their NAT rules went above, unless the file keeps one: it stays,
+	 * waiting for the interface (its inside sources are dropped meanwhile).
+	 */
 	for (int i = 0; i < n; i++) {
 		unsigned int flags = XDPR_F_FORCE;
 
 		for (int k = 0; k < want->nnat; k++)
 			if (!strcmp(want->nat[k].dev, devs[i]))
-				flags = 0;
-		if (xdpr_detach(x, &devs[i], 1, flags))
-			return ERR("link detach %s: %s", devs[i], x->err);
+				flags = XDPR_F_KEEP_RULES;
+		if (xdpr_detach(x, &devs[i], 1, flags)) {
+			char e[sizeof(x->err)];
+
+			memcpy(e, x->err, sizeof(e));
+			xdpr_refresh(x);
+			return ERR("link detach %s: %s", devs[i], e);
+		}
 		d->detached++;
 	}
+	if (xdpr_refresh(x))
+		return ERR("%s", x->err);
 	return 0;
 }
 
@@ -965,11 +1045,17 @@ int conf_apply(struct xdpr *x, const struct conf *want, struct conf_diff *d, cha
 		/* back to what ran before, the same way */
 		size_t used = strlen(err);
 
-		if (conf_read(x, &now, e2, sizeof(e2)) || change(x, &have, &now, &undo, e2, sizeof(e2)))
+		have.flags |= CONF_P_PRESENT; /* what ran may name devices that are gone now */
+		int gone = xdpr_refresh(x) ? (snprintf(e2, sizeof(e2), "%s", x->err), -1) : 0;
+
+		if (gone || conf_read(x, &now, e2, sizeof(e2)) ||
+		    change(x, &have, &now, &undo, e2, sizeof(e2))) {
 			snprintf(err + used, len > used ? len - used : 0,
 				 "; undoing the changes made before it failed too: %s", e2);
-		else
+			d->undo_failed = true;
+		} else {
 			d->rolled_back = true;
+		}
 		conf_free(&now);
 	}
 	conf_free(&have);
@@ -1036,7 +1122,7 @@ int do_restore(int argc, char **argv)
 	conf_free(&c);
 	if (ret)
 		return fail(EXIT_FAIL, "%s (%s)", err, d.rolled_back ? "nothing applied: undone" :
-			    "nothing applied");
+			    d.undo_failed ? "applied in part: see \"xdpr save\"" : "nothing applied");
 	print_warnings(x.note);
 	out_obj_open(NULL);
 	out_u64("attached", "attached %llu", d.attached);

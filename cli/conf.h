@@ -17,6 +17,8 @@ struct conf_link {
 	enum xdpr_mode mode;
 	bool force;             /* "link attach ... force": attach over netfilter rules */
 	size_t line;
+	bool gone;              /* conf_read: attached once, not there now (kept by name) */
+	__u32 old_ifindex;
 };
 
 struct conf_nat {
@@ -52,6 +54,7 @@ struct conf_diff {
 	bool routes_loaded;     /* the whole table was rebuilt (many changes) */
 	bool knobs, resized, filter;
 	bool rolled_back;       /* a change failed and what was done before it was undone */
+	bool undo_failed;       /* ... and undoing them failed too: the state is in between */
 };
 
 /*

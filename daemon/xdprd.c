@@ -142,9 +142,9 @@ static int read_config(char **text, size_t *len, char *err, size_t elen)
 }
 
 /* The last file read, parsed now (devices resolved now). */
-static int parse_text(struct conf *c, char *err, size_t len)
+static int parse_buf(const char *text, size_t text_len, struct conf *c, char *err, size_t len)
 {
-	FILE *f = fmemopen(d.text_len ? d.text : "", d.text_len ? d.text_len : 1, "r");
+	FILE *f = fmemopen(text_len ? (char *)text : "", text_len ? text_len : 1, "r");
 	int ret;
 
 	if (!f)
@@ -152,6 +152,64 @@ static int parse_text(struct conf *c, char *err, size_t len)
 	ret = conf_parse(f, d.config, CONF_P_PRESENT, c, err, len);
 	fclose(f);
 	return ret;
+}
+
+static int parse_text(struct conf *c, char *err, size_t len)
+{
+	return parse_buf(d.text, d.text_len, c, err, len);
+}
+
+/*
+ * The devices the file names and the ifindex each had when last looked
+ * at: a link notification for one of them matters only when that changed
+ * (created, re-created), not for the ones an attach or a detach of its
+ * own sends.
+ */
+#define MAX_KNOWN 512
+static struct {
+	char name[IF_NAMESIZE];
+	__u32 ifindex;
+} known[MAX_KNOWN];
+static int nknown;
+
+static void know(const char *name)
+{
+	int i;
+
+	for (i = 0; i < nknown && strcmp(known[i].name, name); i++)
+		;
+	if (i == nknown) {
+		if (nknown == MAX_KNOWN)
+			return;
+		snprintf(known[nknown++].name, IF_NAMESIZE, "%s", name);
+	}
+	known[i].ifindex = if_nametoindex(name);
+}
+
+static void know_all(const struct conf *c)
+{
+	char w[sizeof(c->waiting)], *save = NULL, dev[IF_NAMESIZE];
+
+	for (int i = 0; i < c->nlink; i++)
+		know(c->link[i].name);
+	for (int i = 0; i < c->nnat; i++)
+		know(c->nat[i].dev);
+	for (size_t i = 0; i < c->nroute; i++)
+		for (int k = 0; k < c->route[i].r.nnh && k < XDPR_RT_MAX_NH; k++)
+			if (if_indextoname(c->route[i].r.nh[k].ifindex, dev))
+				know(dev);
+	snprintf(w, sizeof(w), "%s", c->waiting);
+	for (char *t = strtok_r(w, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		know(t);
+}
+
+/* A link notification worth following: a known name with another ifindex (or none before). */
+static bool link_changed(const char *name, __u32 ifindex)
+{
+	for (int i = 0; i < nknown; i++)
+		if (!strcmp(known[i].name, name))
+			return known[i].ifindex != ifindex;
+	return false; /* not a device the file names */
 }
 
 /* Open the router under the lock, finishing what a killed command left. */
@@ -200,6 +258,7 @@ static int apply(const char *why)
 	}
 	d.on_stop = c.on_stop;
 	note_waiting(&c);
+	know_all(&c);
 	if (open_locked(&x, err, sizeof(err))) {
 		logm(LOG_ERR, "%s: configuration not applied: %s", why, err);
 		conf_free(&c);
@@ -214,7 +273,8 @@ static int apply(const char *why)
 	conf_free(&c);
 	if (ret) {
 		logm(LOG_ERR, "%s: configuration not applied: %s (%s)", why, err,
-		     df.rolled_back ? "the changes made before it were undone" : "nothing changed");
+		     df.rolled_back ? "the changes made before it were undone" :
+		     df.undo_failed ? "applied in part: see xdpr save" : "nothing changed");
 		d.apply_errors++;
 		d.config_ok = false;
 		return -1;
@@ -327,6 +387,9 @@ static int nl_cb(const struct nlmsghdr *nlh, void *data)
 			break;
 		name = mnl_attr_get_str(tb[IFLA_IFNAME]);
 		pend.macs = true; /* cheap: only changed MACs are written */
+		arm();
+		if (!link_changed(name, ifm->ifi_index))
+			break; /* the same device (an attach, a detach, a MAC change) */
 		if (pend.nlinks < MAX_PEND) {
 			bool dup = false;
 
@@ -415,8 +478,8 @@ static void follow_link(struct xdpr *x, struct conf *c, const char *name)
 			return;
 		}
 		d.follows++;
-		xdpr_close(x);
-		if (open_locked(x, err, sizeof(err))) {
+		if (xdpr_refresh(x)) {
+			snprintf(err, sizeof(err), "%s", x->err);
 			logm(LOG_ERR, "%s appeared: %s", name, err);
 			return;
 		}
@@ -530,6 +593,7 @@ static void follow(void)
 					follow_link(&x, &c, pend.links[i]);
 		}
 		note_waiting(&c);
+		know_all(&c);
 		conf_free(&c);
 	}
 	if (x.nlinks && pend.local) {
@@ -908,10 +972,22 @@ int main(int argc, char **argv)
 						logm(LOG_ERR, "reload: %s (the running state is kept)", err);
 						d.apply_errors++;
 					} else {
-						free(d.text);
-						d.text = text;
-						d.text_len = len;
-						apply("reload");
+						struct conf cc;
+
+						/* a file that does not parse never replaces the one followed */
+						if (parse_buf(text, len, &cc, err, sizeof(err))) {
+							logm(LOG_ERR, "reload: configuration not applied: %s "
+							     "(the running state is kept)", err);
+							d.apply_errors++;
+							d.config_ok = false;
+							free(text);
+						} else {
+							conf_free(&cc);
+							free(d.text);
+							d.text = text;
+							d.text_len = len;
+							apply("reload");
+						}
 					}
 					pthread_mutex_unlock(&d.mu);
 					notify(d.config_ok ? "READY=1\nSTATUS=configuration applied" :
@@ -925,8 +1001,10 @@ int main(int argc, char **argv)
 			char buf[1 << 16];
 			ssize_t r;
 
+			pthread_mutex_lock(&d.mu); /* the counters nl_cb bumps are served */
 			while ((r = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0)
 				mnl_cb_run(buf, r, 0, 0, nl_cb, NULL);
+			pthread_mutex_unlock(&d.mu);
 			if (r < 0 && errno == ENOBUFS) { /* notifications were lost: look at everything */
 				logm(LOG_WARNING, "netlink notifications were lost: checking every interface");
 				pend.all = pend.local = pend.macs = pend.neigh = true;

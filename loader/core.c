@@ -256,15 +256,21 @@ static bool push_ino(unsigned long **v, size_t *n, size_t *cap, unsigned long in
 	return true;
 }
 
-/* The inodes of the network namespaces in use now: *out malloc'd, the count returned. */
-static size_t live_netns(unsigned long **out)
+/*
+ * The inodes of the network namespaces in use now: *out malloc'd, the
+ * count returned.  *complete: every one could be looked at (a process with
+ * more capabilities than ours, PID 1 in a container say, cannot: EACCES).
+ */
+static size_t live_netns(unsigned long **out, bool *complete)
 {
 	size_t n = 0, cap = 256;
-	unsigned long *v = malloc(cap * sizeof(*v));
 	const char *dirs[2] = { "/proc", "/run/netns" };
+	char line[1024], mnt[512];
+	FILE *mi;
 
-	*out = v;
-	if (!v)
+	*complete = true;
+	*out = malloc(cap * sizeof(**out));
+	if (!*out)
 		return 0;
 	for (int k = 0; k < 2; k++) {
 		DIR *d = opendir(dirs[k]);
@@ -277,26 +283,22 @@ static size_t live_netns(unsigned long **out)
 			if (e->d_name[0] == '.' || (!k && (e->d_name[0] < '0' || e->d_name[0] > '9')))
 				continue;
 			snprintf(path, sizeof(path), k ? "%s/%s" : "%s/%s/ns/net", dirs[k], e->d_name);
-			/*
-			 * A namespace that cannot be looked at (a process with more
-			 * capabilities: EACCES) may be alive: then nothing is known to
-			 * be gone.  A process that exited meanwhile (ENOENT) is gone.
-			 */
-			int r = stat(path, &st);
-
-			if ((r && errno != ENOENT && errno != ESRCH) ||
-			    (!r && !push_ino(out, &n, &cap, st.st_ino))) {
+			if (stat(path, &st)) {
+				if (errno != ENOENT && errno != ESRCH) /* exited meanwhile: gone */
+					*complete = false;
+				continue;
+			}
+			if (!push_ino(out, &n, &cap, st.st_ino)) {
 				closedir(d);
-				return 0;
+				*complete = false;
+				return n;
 			}
 		}
 		if (d)
 			closedir(d);
 	}
 	/* namespaces kept by a bind mount only (ip netns add elsewhere, container runtimes) */
-	FILE *mi = fopen("/proc/self/mountinfo", "r");
-	char line[1024], mnt[512];
-
+	mi = fopen("/proc/self/mountinfo", "r");
 	while (mi && fgets(line, sizeof(line), mi)) {
 		struct stat st;
 
@@ -304,7 +306,7 @@ static size_t live_netns(unsigned long **out)
 		    stat(mnt, &st))
 			continue;
 		if (!push_ino(out, &n, &cap, st.st_ino)) {
-			n = 0;
+			*complete = false;
 			break;
 		}
 	}
@@ -313,59 +315,86 @@ static size_t live_netns(unsigned long **out)
 	return n;
 }
 
+/* The lock of namespace ino taken without waiting: its fd, or -1 (held, or no file). */
+static int lock_nb(unsigned long ino, bool create)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), XDPR_RUN_DIR "/netns-%lu.lock", ino);
+	fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void remove_pins(const char *path)
+{
+	DIR *pd = opendir(path);
+	struct dirent *pe;
+
+	while (pd && (pe = readdir(pd))) {
+		char pin[600];
+
+		if (pe->d_name[0] == '.')
+			continue;
+		snprintf(pin, sizeof(pin), "%s/%s", path, pe->d_name);
+		unlink(pin);
+	}
+	if (pd)
+		closedir(pd);
+	rmdir(path);
+}
+
 /*
- * Lock files (and bpffs pins) of network namespaces that are gone: each
- * lock file is taken (never one in use) and unlinked while held; a
- * locker checks that the file it locked is still the one the path names.
+ * Lock files and bpffs pins of network namespaces that are gone.  A lock
+ * file is unlinked only while this process holds it, and a locker checks
+ * that the file it locked is still the one the path names (lock_netns):
+ * safe even if the namespace lives on unseen.  Pins are removed only when
+ * every namespace could be seen, under that namespace's lock, and after
+ * looking again (an inode is reused at once by a new namespace).
  */
 static void sweep_dead_netns(unsigned long self)
 {
 	static const char *dirs[2] = { XDPR_RUN_DIR, XDPR_PIN_DIR };
 	unsigned long *live;
-	size_t nlive = live_netns(&live);
+	bool complete;
+	size_t nlive = live_netns(&live, &complete);
 
 	if (!live || !nlive) {
 		free(live);
 		return;
 	}
 	for (int k = 0; k < 2; k++) {
-		DIR *d = opendir(dirs[k]);
+		DIR *d = k && !complete ? NULL : opendir(dirs[k]);
 		struct dirent *e;
 
 		while (d && (e = readdir(d))) {
+			char path[300], tail[16] = "";
 			unsigned long ino;
-			char path[300], tail[16];
 			int fd;
 
 			if (sscanf(e->d_name, "netns-%lu%15s", &ino, tail) < 1 || ino == self ||
-			    netns_alive(ino, live, nlive))
+			    netns_alive(ino, live, nlive) || (!k && strcmp(tail, ".lock")) || (k && tail[0]))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", dirs[k], e->d_name);
-			if (!k) {
-				if (strcmp(tail, ".lock"))
-					continue;
-				fd = open(path, O_RDWR | O_CLOEXEC);
-				if (fd < 0)
-					continue;
-				if (!flock(fd, LOCK_EX | LOCK_NB))
-					unlink(path);
-				close(fd);
-			} else { /* a pin folder: its map pins, then itself */
-				DIR *pd = opendir(path);
-				struct dirent *pe;
+			fd = lock_nb(ino, k);
+			if (fd < 0)
+				continue;
+			if (k) {
+				unsigned long *again;
+				bool all;
+				size_t n2 = live_netns(&again, &all);
 
-				while (pd && (pe = readdir(pd))) {
-					char pin[600];
-
-					if (pe->d_name[0] == '.')
-						continue;
-					snprintf(pin, sizeof(pin), "%s/%s", path, pe->d_name);
-					unlink(pin);
-				}
-				if (pd)
-					closedir(pd);
-				rmdir(path);
+				if (again && all && n2 && !netns_alive(ino, again, n2))
+					remove_pins(path);
+				free(again);
 			}
+			snprintf(path, sizeof(path), XDPR_RUN_DIR "/netns-%lu.lock", ino);
+			unlink(path);
+			close(fd);
 		}
 		if (d)
 			closedir(d);
@@ -433,7 +462,7 @@ static void lift_dead_freeze(struct xdpr *x)
 		snprintf(x->note, sizeof(x->note), "a NAT table resize that did not finish left a freeze: lifted");
 }
 
-/* CAP_SYS_ADMIN, or CAP_BPF with CAP_NET_ADMIN, in the effective set. */
+/* CAP_SYS_ADMIN in the effective set: without it the router's programs cannot be found. */
 static bool privileged(void)
 {
 	FILE *f = fopen("/proc/self/status", "r");
@@ -450,7 +479,7 @@ static bool privileged(void)
 		fclose(f);
 	if (!found) /* no /proc: let the kernel decide */
 		return true;
-	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 12 & 1));
+	return eff >> 21 & 1; /* finding the router: BPF_PROG_GET_FD_BY_ID and map ids */
 }
 
 int xdpr_open(struct xdpr *x, unsigned int flags)
@@ -465,8 +494,8 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 	xdpr_quiet_libs();
 	if (!privileged()) {
 		/* unprivileged, the programs of the interfaces cannot be seen: never say "not attached" */
-		seterr(x, "xdpr needs root: the router's programs and maps take CAP_SYS_ADMIN "
-			  "(or CAP_BPF and CAP_NET_ADMIN) to read or change");
+		seterr(x, "xdpr needs root: finding the router's programs and maps takes "
+			  "CAP_SYS_ADMIN");
 		return -EPERM;
 	}
 	if (flags & XDPR_O_LOCK) {
@@ -530,14 +559,18 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 			continue;
 		sn.name[IF_NAMESIZE - 1] = 0;
 		for (int i = 0; i < x->nlinks && !live; i++)
-			live = x->links[i].has_cfg && x->links[i].cfg.slot == slot;
+			if (x->links[i].has_cfg && x->links[i].cfg.slot == slot) {
+				live = true;
+				x->links[i].forced = sn.mode & XDPR_SLOT_FORCED;
+			}
 		if (live)
 			continue;
 		struct xdpr_gone *g = &x->gone[x->ngone++];
 
 		snprintf(g->name, sizeof(g->name), "%s", sn.name);
 		g->old_ifindex = sn.ifindex;
-		g->mode = sn.mode == XDPR_MODE_SKB ? XDPR_MODE_SKB : XDPR_MODE_NATIVE;
+		g->mode = (sn.mode & 0xff) == XDPR_MODE_SKB ? XDPR_MODE_SKB : XDPR_MODE_NATIVE;
+		g->forced = sn.mode & XDPR_SLOT_FORCED;
 		g->slot = slot;
 		g->recreated = if_nametoindex(sn.name) != 0;
 	}
@@ -598,6 +631,17 @@ int xdpr_prune_dead_ifaces(struct xdpr *x)
 			       strerror(-err));
 		}
 	return err ? err : ndead;
+}
+
+int xdpr_refresh(struct xdpr *x)
+{
+	int lock = x->lock_fd, err;
+
+	x->lock_fd = -1; /* kept: the caller still holds it */
+	xdpr_close(x);
+	err = xdpr_open(x, 0);
+	x->lock_fd = lock;
+	return err == -ENOENT ? 0 : err;
 }
 
 void xdpr_close(struct xdpr *x)
@@ -969,7 +1013,7 @@ static int slots_map(struct xdpr *x)
 }
 
 int xdpr_slot_name_set(struct xdpr *x, int prog_fd, __u32 slot, const char *name, __u32 ifindex,
-		       enum xdpr_mode mode)
+		       __u32 mode)
 {
 	struct xdpr_slot_name sn = { .ifindex = ifindex, .mode = mode };
 	int fd = slots_map(x);

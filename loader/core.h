@@ -84,7 +84,7 @@ int xdpr_create_maps(struct xdpr *x);
 int xdpr_since_set(struct xdpr *x, int prog_fd, __u32 slot);
 /* Name a counter slot (name NULL: free it again); prog_fd < 0: the map is bound already. */
 int xdpr_slot_name_set(struct xdpr *x, int prog_fd, __u32 slot, const char *name, __u32 ifindex,
-		       enum xdpr_mode mode);
+		       __u32 mode);
 /* Hand the shared maps to a freshly opened instance. */
 int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
 /* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */

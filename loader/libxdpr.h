@@ -38,6 +38,7 @@ struct xdpr_link {
 	__u32 prog_id;
 	__u64 since;        /* attach time, Unix seconds */
 	bool dispatcher;    /* attached through libxdp's dispatcher */
+	bool forced;        /* attached with XDPR_F_FORCE */
 	struct xdpr_iface cfg;
 	bool has_cfg;       /* cfg read from xdpr_ifaces */
 };
@@ -71,14 +72,16 @@ struct xdpr_gone {
 	enum xdpr_mode mode;
 	__u32 slot;
 	bool recreated;     /* a device of that name exists again */
+	bool forced;        /* it was attached with XDPR_F_FORCE */
 };
 
 /* XM_SLOTS values: which interface a counter slot belongs to. */
 struct xdpr_slot_name {
 	char name[IF_NAMESIZE];
 	__u32 ifindex;
-	__u32 mode;         /* enum xdpr_mode */
+	__u32 mode;         /* enum xdpr_mode, | XDPR_SLOT_FORCED */
 };
+#define XDPR_SLOT_FORCED 0x100u /* attached with "force" (xdpr save says so) */
 
 struct xdpr {
 	int fd[XM_MAX];     /* -1 until found or created */
@@ -92,6 +95,8 @@ struct xdpr {
 };
 
 #define XDPR_F_FORCE 1u /* replace a foreign XDP program */
+#define XDPR_F_KEEP_RULES 2u /* detach: an interface's NAT rules stay, waiting for it (its
+                                inside sources dropped meanwhile: drop_nat_if_gone) */
 
 /* Outcome of one attach call, for the caller to report. */
 struct xdpr_attach_info {
@@ -114,6 +119,8 @@ struct xdpr_attach_info {
  */
 int xdpr_open(struct xdpr *x, unsigned int flags);
 void xdpr_close(struct xdpr *x);
+/* Find the router again (links attached or detached since), keeping the lock. */
+int xdpr_refresh(struct xdpr *x);
 
 int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode,
 		unsigned int flags, struct xdpr_attach_info *info);
@@ -221,6 +228,13 @@ bool xdpr_nat_waits_for(struct xdpr *x, const char *name);
 /* nr: flags, src, pool, ports filled in; dev and masquerade address are set here. */
 int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace);
 int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask);
+/*
+ * A rule for an interface xdpr is not attached to (missing, or not yet
+ * attached): it waits, as the rule of a deleted interface does.  Its inside
+ * sources are dropped rather than forwarded untranslated wherever they
+ * would leave (drop_nat_if_gone), and it is bound when DEV is attached.
+ */
+int xdpr_nat_add_waiting(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr);
 /* rules: delete every rule too; sessions always. */
 int xdpr_nat_flush(struct xdpr *x, bool rules, struct xdpr_gc_cmd *res);
 int xdpr_nat_gc(struct xdpr *x, __u32 op, __u32 rule, struct xdpr_gc_cmd *res);

@@ -230,6 +230,7 @@ struct pending {
 	struct foreign foreign[2];  /* driver or generic, and offloaded */
 	bool replaced;              /* ours replaced foreign[0] in one step */
 	bool keep_counters;         /* the slot of a gone interface of this name, reused */
+	bool forced;                /* XDPR_F_FORCE: recorded with its slot's name */
 	struct xdpr_iface cfg;
 };
 
@@ -526,7 +527,8 @@ static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struc
 	}
 	xdpr_since_set(x, xdp_program__fd(sh->prog), pd->slot);
 	xdpr_slot_name_set(x, xdp_program__fd(sh->prog), pd->slot, name, pd->ifindex,
-			   mode == XDPR_MODE_SKB ? XDPR_MODE_SKB : XDPR_MODE_NATIVE);
+			   (mode == XDPR_MODE_SKB ? XDPR_MODE_SKB : XDPR_MODE_NATIVE) |
+			   (pd->forced ? XDPR_SLOT_FORCED : 0));
 	mp = xdpr_get_multiprog(pd->ifindex);
 	*dispatcher = mp && !xdp_multiprog__is_legacy(mp);
 	xdp_multiprog__close(mp);
@@ -632,6 +634,7 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 			goto out;
 		}
 		pd[i].slot = 0;
+		pd[i].forced = flags & XDPR_F_FORCE;
 		for (int g = 0; g < x->ngone; g++) /* the same name again: its counters go on */
 			if (!strcmp(x->gone[g].name, ifnames[i])) {
 				pd[i].slot = x->gone[g].slot;
@@ -762,7 +765,7 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 	for (int i = 0; i < cnt; i++) {
 		const struct xdpr_link *l = todo[i];
 
-		if (!l->has_cfg || !l->cfg.nrules)
+		if (!l->has_cfg || !l->cfg.nrules || (flags & XDPR_F_KEEP_RULES))
 			continue;
 		if (!(flags & XDPR_F_FORCE)) {
 			seterr(x, "\"%s\" has NAT rules: without xdpr its traffic would leave untranslated; "

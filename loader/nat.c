@@ -788,6 +788,45 @@ static int prepare_links(struct xdpr *x)
 	return err;
 }
 
+/*
+ * Rules on the same interface with overlapping sources: refused (-EEXIST),
+ * except, with replace, the applied rule of the same sources (*old_id).
+ */
+static int overlap_check(struct xdpr *x, const struct nat_state *s, const struct xdpr_nat_rule *nr,
+			 const char *dev, bool replace, __u32 *old_id)
+{
+	char p1[32], p2[32];
+
+	for (__u32 rid = 1; rid < XDPR_NAT_MAX_RULES; rid++) {
+		const struct xdpr_nat_rule *cur = &s->r[rid];
+
+		if (!committed(s->st[rid]) || !same_iface(cur, nr) || !overlap(cur, nr))
+			continue;
+		if (replace && same_src(cur, nr) && s->st[rid] == SL_APPLIED) {
+			*old_id = rid;
+			continue;
+		}
+		fmt_prefix(cur->src_net, cur->src_mask, p1, sizeof(p1));
+		fmt_prefix(nr->src_net, nr->src_mask, p2, sizeof(p2));
+		seterr(x, "src %s overlaps rule %u (src %s) on \"%s\"", p2, rid, p1, dev);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+/* A free rule id, round robin from the configuration's next one; 0 (x->err) when none. */
+static __u32 free_id(struct xdpr *x, const struct nat_state *s, const struct xdpr_cfg *c)
+{
+	for (__u32 k = 0; k < XDPR_NAT_MAX_RULES - 1; k++) {
+		__u32 cand = 1 + (c->next_rule + k) % (XDPR_NAT_MAX_RULES - 1);
+
+		if (s->st[cand] == SL_FREE)
+			return cand;
+	}
+	seterr(x, "all %d NAT rule slots are in use", XDPR_NAT_MAX_RULES - 1);
+	return 0;
+}
+
 int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace)
 {
 	const char *op = replace ? "replace" : "add";
@@ -798,7 +837,7 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 	struct xdpr_cfg c, c0;
 	__u32 id = 0, old_id = 0;
 	int slot = -1, err, wrote = 0;
-	char p1[32], p2[32], keep[sizeof(x->err)];
+	char p2[32], keep[sizeof(x->err)];
 
 	enum { W_OLD = 1, W_NEW = 2, W_CFG = 4 };
 
@@ -835,21 +874,9 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 		return err;
 
 	/* Same interface, overlapping sources: only an exact replace is allowed. */
-	for (__u32 rid = 1; rid < XDPR_NAT_MAX_RULES; rid++) {
-		const struct xdpr_nat_rule *cur = &s->r[rid];
-
-		if (!committed(s->st[rid]) || !same_iface(cur, nr) || !overlap(cur, nr))
-			continue;
-		if (replace && same_src(cur, nr) && s->st[rid] == SL_APPLIED) {
-			old_id = rid;
-			continue;
-		}
-		fmt_prefix(cur->src_net, cur->src_mask, p1, sizeof(p1));
-		fmt_prefix(nr->src_net, nr->src_mask, p2, sizeof(p2));
-		seterr(x, "src %s overlaps rule %u (src %s) on \"%s\"", p2, rid, p1, dev);
-		err = -EEXIST;
+	err = overlap_check(x, s, nr, dev, replace, &old_id);
+	if (err)
 		goto out;
-	}
 	for (int i = 0; old_id && i < ifc.nrules && i < XDPR_NAT_IF_RULES; i++)
 		if (ifc.rules[i] == old_id)
 			slot = i;
@@ -865,15 +892,8 @@ int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool
 		goto out;
 	}
 
-	/* A free id, round robin. */
-	for (__u32 k = 0; k < XDPR_NAT_MAX_RULES - 1 && !id; k++) {
-		__u32 cand = 1 + (c.next_rule + k) % (XDPR_NAT_MAX_RULES - 1);
-
-		if (s->st[cand] == SL_FREE)
-			id = cand;
-	}
+	id = free_id(x, s, &c);
 	if (!id) {
-		seterr(x, "all %d NAT rule slots are in use", XDPR_NAT_MAX_RULES - 1);
 		err = -ENOSPC;
 		goto out;
 	}
@@ -939,6 +959,64 @@ undo:
 	if (wrote & W_OLD)
 		put_rule(x, old_id, &s->r[old_id]);
 	memcpy(x->err, keep, sizeof(keep));
+out:
+	free(s);
+	return err;
+}
+
+int xdpr_nat_add_waiting(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr)
+{
+	struct nat_state *s;
+	struct xdpr_cfg c, c0;
+	__u32 id = 0;
+	int err;
+
+	if (!*dev || strlen(dev) >= IF_NAMESIZE) {
+		seterr(x, "invalid device name \"%s\"", dev);
+		return -EINVAL;
+	}
+	if (xdpr_link_find(x, dev)) {
+		seterr(x, "xdpr is attached to \"%s\": its rules apply at once", dev);
+		return -EEXIST;
+	}
+	err = check_pool(x, nr);
+	if (err)
+		return err;
+	/* no device has that ifindex: a rule that waits, as one whose device was deleted */
+	nr->ifindex = XDPR_NAT_IF_NONE;
+	memset(nr->ifname, 0, sizeof(nr->ifname));
+	snprintf(nr->ifname, sizeof(nr->ifname), "%s", dev);
+	nr->masq_addr = 0; /* masquerade: the address is read when it is bound */
+	nr->flags &= ~XDPR_NAT_RETIRED;
+	nr->pending = 0;
+	err = xdpr_cfg_get(x, &c);
+	if (err)
+		return err;
+	c0 = c;
+	s = nat_state_new(x, NULL, 0, &err);
+	if (!s)
+		return err;
+	err = overlap_check(x, s, nr, dev, false, NULL);
+	if (err)
+		goto out;
+	id = free_id(x, s, &c);
+	if (!id) {
+		err = -ENOSPC;
+		goto out;
+	}
+	err = zero_rule_counters(x, id);
+	if (err) {
+		seterr(x, "cannot reset the counters of NAT rule %u: %s", id, strerror(-err));
+		goto out;
+	}
+	/* the datapath looks for waiting rules only with XDPR_CFG_NAT: that first */
+	c.next_rule = id;
+	c.flags |= XDPR_CFG_NAT;
+	err = xdpr_cfg_set(x, &c);
+	if (!err)
+		err = put_rule(x, id, nr);
+	if (err)
+		xdpr_cfg_set(x, &c0);
 out:
 	free(s);
 	return err;

@@ -93,7 +93,16 @@ is "$(attached)" "r0,r1" "force: link show lists r0 and r1"
 f0=$(ctr "$R" r0 forwarded)
 ok "force: a ping C -> S goes through in spite of the forward policy drop" ping4 "$C" 10.0.2.2 3
 num "$(grown "$f0" "$R" r0 forwarded)" -ge 3 "force: ... because XDP forwards it (r0 forwarded)"
+# issue 12: the decision is kept: save says force, and that file restores past the guard
+is "$(xdpr save)" "link attach r0 r1 force" "save: link attach r0 r1 force"
+xdpr save >"$T_TMP/forced.conf"
 ok "force: link detach all" xdpr link detach all
+cli "$R" restore "$T_TMP/forced.conf"
+is "$RC" 0 "restore of that file attaches in spite of the forward policy drop" || diag "$ERR"
+is "$(attached)" "r0,r1" "restore: r0 and r1 attached"
+sed -i 's/ force$//' "$T_TMP/forced.conf"
+ok "link detach all" xdpr link detach all
+cli_fails "the same file without force" 1 "packets forwarded by XDP bypass netfilter's forward hook" "$R" restore "$T_TMP/forced.conf"
 
 cli "$R" -j link attach r0 r1 force
 is "$RC" 0 "force -j: exits 0"

@@ -51,6 +51,7 @@ slot2=$(link_json "$R" | jq -r '.[] | select(.dev == "r2") | .slot')
 like "$(xdpr link show)" 'r2 .* gone \(deleted: once it is back, "xdpr link attach r2" continues its counters; "xdpr link detach r2" forgets it\)' \
 	"link show (text) says r2 is gone and what to do"
 like "$(xdpr -j stats | jq -r '.interfaces[] | select(.dev == "r2") | .state')" '^gone$' "stats keeps r2's counters (state gone)"
+is "$(xdpr save)" "link attach r0 r3 r2" "save keeps the gone r2 by name (it is expected back)"
 is "$(map_keys "$R" xdpr_tx_ports)" "$(keys "$i0" "$i3")" "the kernel removed r2's redirect entry"
 ok "stats (read-only) works" xdpr stats
 is "$(map_keys "$R" xdpr_ifaces)" "$(keys "$i0" "$i2" "$i3")" \

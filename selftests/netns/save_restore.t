@@ -7,7 +7,9 @@
 # on a fresh router gives the identical `save`.  A changed file changes only
 # what differs: an unchanged filter rule keeps its counter, a TCP transfer
 # through the NAT stays intact, and a file the kernel refuses half way is
-# undone (the NAT rule it had replaced is back).  An empty file detaches.
+# undone (the NAT rule it had replaced is back).  A rule whose src changes
+# replaces the overlapping old one; a rule for an interface not attached
+# waits and drops its inside sources.  An empty file detaches.
 . "$(dirname "$0")/nat_lib.sh"
 
 nat_topo_create sr
@@ -108,7 +110,6 @@ is "$OUT" "$(cat "$T_TMP/saved")" "the running state is as it was: ports 20000-2
 # ---- a changed file under traffic: only what differs changes
 xdpr filter show >/dev/null
 udp "$C1" ask 0 1 10.0.4.2:9999 >/dev/null
-r1_pkts=$(xdpr -j filter show | jq '.rules[0].packets + 0')
 r2_pkts=$(xdpr -j filter show | jq '.rules[1].packets')
 num "$r2_pkts" -ge 2 "rule 2 (udp dport 9999 drop) has counted packets"
 stream_start "$C1" "$S" 10.0.4.2 5201 40
@@ -127,7 +128,31 @@ is "$(xdpr -j filter show | jq '.rules[2].rule' -r)" "proto udp dport 5353 drop"
 is "$(xdpr -j nat timeout | jq .udp)" 120 "udp timeout 120 is live"
 like "$(xdpr route show)" '198\.18\.77\.0/24 blackhole' "the new route is live"
 ok "the removed route is gone" not grep -q 203.0.113 <<<"$(xdpr route show)"
-: "$r1_pkts"
+
+# ---- a NAT rule whose src changes (it overlaps the old one): the old one goes first
+sed -e 's|^nat add out r1 masquerade src 10.0.1.0/24$|nat add out r1 masquerade src 10.0.0.0/22|' \
+	-e '/to 10.0.2.100-10.0.2.101/d' "$T_TMP/changed" >"$T_TMP/src"
+cli "$R" -j restore "$T_TMP/src"
+is "$RC" 0 "a rule's src widened to 10.0.0.0/22 (overlapping the old one): exit 0" || diag "$ERR"
+is "$(jq -c '[.nat_added,.nat_replaced,.nat_deleted]' <<<"$OUT")" "[1,0,2]" "one rule added, two deleted"
+is "$(xdpr -j nat show | jq -r '.[] | "\(.dev) \(.src)/\(.src_len)"')" "r1 10.0.0.0/22" "nat show: the one rule, src 10.0.0.0/22"
+like "$(tcp_ask "$C1" 10.0.4.2 7000)" '^10\.0\.2\.1:[0-9]+$' "C1 is masqueraded by it"
+
+# ---- a NAT rule for an interface the file does not attach: it waits, and its inside is dropped
+grep -v '^link attach' "$T_TMP/src" >"$T_TMP/wait"
+echo 'link attach r0 r2' >>"$T_TMP/wait"
+leak_start
+cli "$R" -j restore "$T_TMP/wait"
+is "$RC" 0 "r1 left out, its rule kept: exit 0" || diag "$ERR"
+is "$(xdpr -j nat show | jq -r '.[] | "\(.dev) \(.state)"')" "r1 waiting" "nat show: the rule waits for r1"
+g0=$(ctr "$R" r0 drop_nat_if_gone)
+udp "$C1" ask 33020 1 10.0.4.2:7000 >/dev/null
+num "$(grown "$g0" "$R" r0 drop_nat_if_gone)" -ge 1 "C1's datagram to S is dropped (drop_nat_if_gone), not sent untranslated"
+leak_check "the waiting rule"
+cli "$R" restore "$T_TMP/src"
+is "$RC" 0 "r1 attached again by the file: exit 0" || diag "$ERR"
+is "$(xdpr -j nat show | jq -r '.[] | "\(.dev) \(.state)"')" "r1 applied" "the rule is applied again"
+like "$(tcp_ask "$C1" 10.0.4.2 7000)" '^10\.0\.2\.1:[0-9]+$' "C1 is masqueraded again"
 
 # ---- save | restore - on a fresh router: the identical save
 cli "$R" save
