@@ -752,7 +752,7 @@ static int apply_routes(struct xdpr *x, const struct conf *want, const struct co
 			struct conf_diff *d, char *err, size_t len)
 {
 	struct xdpr_route_spec *w = NULL, *h = NULL, *ops = NULL;
-	size_t i = 0, j = 0, nops = 0;
+	size_t i = 0, j = 0, nops = 0, total = 0;
 	char p[64];
 	int ret = 0;
 
@@ -761,7 +761,7 @@ static int apply_routes(struct xdpr *x, const struct conf *want, const struct co
 		ret = ERR("out of memory");
 		goto out;
 	}
-	/* ops: a spec to add or replace, or (action 0xff) a prefix to delete */
+	/* ops: a spec to add or replace, or (action 0xff) a prefix to delete; all counted */
 	while (i < want->nroute || j < have->nroute) {
 		int c = i == want->nroute ? 1 : j == have->nroute ? -1 : route_order(&w[i], &h[j]);
 
@@ -769,8 +769,13 @@ static int apply_routes(struct xdpr *x, const struct conf *want, const struct co
 			i++, j++;
 			continue;
 		}
-		if (nops > CONF_ROUTE_STEPS)
-			break;
+		if (nops > CONF_ROUTE_STEPS) { /* a load: only counted from here */
+			total++;
+			i += c <= 0;
+			j += c >= 0;
+			continue;
+		}
+		total++;
 		if (c <= 0) {
 			ops[nops] = w[i++];
 			ops[nops++].r.id = c ? 0 : 1; /* 1: replace */
@@ -789,7 +794,7 @@ static int apply_routes(struct xdpr *x, const struct conf *want, const struct co
 			goto out;
 		}
 		d->routes_loaded = true;
-		d->routes_changed = (int)nops;
+		d->routes_changed = (int)total;
 		goto out;
 	}
 	for (size_t k = 0; k < nops && !ret; k++) {
