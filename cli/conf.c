@@ -834,7 +834,10 @@ static int precheck(struct xdpr *x, const struct conf *want, const struct conf *
 
 	if (!want->nlink && (want->nnat || want->nroute || want->flt.n || want->flt.nsets ||
 			     want->policy_line))
-		return ERR("no \"link attach\" line: the fast path holds no state until it is attached");
+		return want->waiting[0] ?
+		       ERR("no interface the file attaches exists yet (waiting for %s): the fast path "
+			   "holds no state until one is attached", want->waiting) :
+		       ERR("no \"link attach\" line: the fast path holds no state until it is attached");
 	for (int i = 0; i < want->nlink; i++) {
 		const struct conf_link *l = &want->link[i], *o = attached_in(have, l->name);
 
