@@ -194,10 +194,8 @@ static int add_nat(struct conf *c, int argc, char **argv, size_t line, char *err
 	snprintf(n->dev, sizeof(n->dev), "%s", a.dev);
 	n->r = a.r;
 	n->line = line;
-	if ((c->flags & CONF_P_PRESENT) && !if_nametoindex(a.dev)) {
-		n->waiting = true;
-		wait_for(c, a.dev);
-	}
+	if ((c->flags & CONF_P_PRESENT) && !if_nametoindex(a.dev))
+		wait_for(c, a.dev); /* the rule waits for it in the kernel (conf_apply) */
 	return 0;
 }
 

@@ -25,7 +25,6 @@ struct conf_nat {
 	char dev[IF_NAMESIZE];
 	struct xdpr_nat_rule r; /* flags, src, pool, ports */
 	size_t line;
-	bool waiting;           /* CONF_P_PRESENT: its device is missing: not added now, never deleted */
 };
 
 struct conf {

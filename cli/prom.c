@@ -31,10 +31,6 @@ static void head(FILE *f, const char *name, const char *type, const char *help)
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-struct plink;
-static int links_write(FILE *f, struct xdpr *x, const struct plink *pl, int npl, bool per_cpu,
-		       char *err, size_t len);
-
 /* Attached interfaces and gone ones (kept counters), as one list. */
 struct plink {
 	const char *name;
@@ -42,19 +38,6 @@ struct plink {
 	__u32 slot;
 	bool gone;
 };
-
-static int links_metrics(FILE *f, struct xdpr *x, bool per_cpu, char *err, size_t len)
-{
-	struct plink pl[2 * XDPR_MAX_IFACES];
-	int npl = 0;
-
-	for (int i = 0; i < x->nlinks; i++)
-		if (x->links[i].has_cfg)
-			pl[npl++] = (struct plink){ x->links[i].name, x->links[i].mode, x->links[i].cfg.slot, false };
-	for (int i = 0; i < x->ngone; i++)
-		pl[npl++] = (struct plink){ x->gone[i].name, x->gone[i].mode, x->gone[i].slot, true };
-	return links_write(f, x, pl, npl, per_cpu, err, len);
-}
 
 static int links_write(FILE *f, struct xdpr *x, const struct plink *pl, int npl, bool per_cpu,
 		       char *err, size_t len)
@@ -136,6 +119,19 @@ out:
 	free(sum);
 	free(all);
 	return ret;
+}
+
+static int links_metrics(FILE *f, struct xdpr *x, bool per_cpu, char *err, size_t len)
+{
+	struct plink pl[2 * XDPR_MAX_IFACES];
+	int npl = 0;
+
+	for (int i = 0; i < x->nlinks; i++)
+		if (x->links[i].has_cfg)
+			pl[npl++] = (struct plink){ x->links[i].name, x->links[i].mode, x->links[i].cfg.slot, false };
+	for (int i = 0; i < x->ngone; i++)
+		pl[npl++] = (struct plink){ x->gone[i].name, x->gone[i].mode, x->gone[i].slot, true };
+	return links_write(f, x, pl, npl, per_cpu, err, len);
 }
 
 static int nat_metrics(FILE *f, struct xdpr *x, char *err, size_t len)

@@ -190,6 +190,7 @@ static void know_all(const struct conf *c)
 {
 	char w[sizeof(c->waiting)], *save = NULL, dev[IF_NAMESIZE];
 
+	nknown = 0; /* the names of this file only (a reload may drop some) */
 	for (int i = 0; i < c->nlink; i++)
 		know(c->link[i].name);
 	for (int i = 0; i < c->nnat; i++)
@@ -327,33 +328,6 @@ static void arm(void)
 	}
 }
 
-/* Names the file attaches or routes through (parsed without the present check). */
-static bool configured(const char *name)
-{
-	char err[512];
-	struct conf c;
-	bool yes = false;
-
-	if (parse_text(&c, err, sizeof(err)))
-		return false;
-	for (int i = 0; i < c.nlink && !yes; i++)
-		yes = !strcmp(c.link[i].name, name);
-	if (!yes) { /* routes through it, or its link attach, left out while it was missing */
-		const char *p = strstr(c.waiting, name);
-
-		yes = p && (p == c.waiting || p[-1] == ' ') && (!p[strlen(name)] || p[strlen(name)] == ' ');
-	}
-	if (!yes) {
-		__u32 idx = if_nametoindex(name);
-
-		for (size_t i = 0; i < c.nroute && idx && !yes; i++)
-			for (int k = 0; k < c.route[i].r.nnh && !yes; k++)
-				yes = c.route[i].r.nh[k].ifindex == idx;
-	}
-	conf_free(&c);
-	return yes;
-}
-
 static int attr_cb(const struct nlattr *a, void *data)
 {
 	const struct nlattr **tb = data;
@@ -389,7 +363,7 @@ static int nl_cb(const struct nlmsghdr *nlh, void *data)
 		pend.macs = true; /* cheap: only changed MACs are written */
 		arm();
 		if (!link_changed(name, ifm->ifi_index))
-			break; /* the same device (an attach, a detach, a MAC change) */
+			break; /* not the file's, or the same device (an attach, a detach, a MAC change) */
 		if (pend.nlinks < MAX_PEND) {
 			bool dup = false;
 
@@ -400,7 +374,6 @@ static int nl_cb(const struct nlmsghdr *nlh, void *data)
 		} else {
 			pend.all = true;
 		}
-		arm();
 		break;
 	}
 	case RTM_DELLINK:
@@ -486,29 +459,6 @@ static void follow_link(struct xdpr *x, struct conf *c, const char *name)
 		logm(LOG_INFO, "%s appeared (ifindex %u): attached in %s mode; its NAT and filter rules "
 		     "apply again", name, idx, xdpr_mode_name(l->mode));
 	}
-	/* NAT rules for it that could not be added while it was missing */
-	if (xdpr_link_find(x, name)) {
-		static struct xdpr_rule_info ri[XDPR_NAT_MAX_RULES];
-		int n = xdpr_nat_list(x, ri, XDPR_NAT_MAX_RULES);
-
-		for (int i = 0; i < c->nnat && n >= 0; i++) {
-			struct xdpr_nat_rule r = c->nat[i].r;
-			bool have = false;
-
-			if (strcmp(c->nat[i].dev, name))
-				continue;
-			for (int k = 0; k < n; k++)
-				have |= !strcmp(ri[k].dev, name) && ri[k].r.src_net == r.src_net &&
-					ri[k].r.src_mask == r.src_mask;
-			if (have)
-				continue;
-			if (xdpr_nat_add(x, name, &r, false))
-				logm(LOG_ERR, "%s appeared: NAT rule of line %zu not added: %s", name,
-				     c->nat[i].line, x->err);
-			else
-				logm(LOG_INFO, "%s: NAT rule of line %zu added", name, c->nat[i].line);
-		}
-	}
 	for (size_t i = 0; i < c->nroute; i++) {
 		struct xdpr_route_spec rs = c->route[i];
 		bool via = false;
@@ -570,15 +520,9 @@ static void follow(void)
 	char err[4096];
 	int n;
 
-	if ((pend.nlinks || pend.all) && !d.config_ok) {
-		/* the file did not apply (a device it needs was missing?): the whole file again */
-		bool any = pend.all;
-
-		for (int i = 0; i < pend.nlinks && !any; i++)
-			any = configured(pend.links[i]);
-		if (any)
-			apply("interface appeared");
-	}
+	/* the file did not apply (a device it needs was missing?): the whole file again */
+	if ((pend.nlinks || pend.all) && !d.config_ok)
+		apply("interface appeared");
 	if (open_locked(&x, err, sizeof(err))) {
 		logm(LOG_ERR, "following the kernel: %s", err);
 		return;
@@ -588,9 +532,8 @@ static void follow(void)
 			for (int i = 0; i < c.nlink; i++)
 				follow_link(&x, &c, c.link[i].name);
 		} else {
-			for (int i = 0; i < pend.nlinks; i++)
-				if (configured(pend.links[i]))
-					follow_link(&x, &c, pend.links[i]);
+			for (int i = 0; i < pend.nlinks; i++) /* names of the file (link_changed) */
+				follow_link(&x, &c, pend.links[i]);
 		}
 		note_waiting(&c);
 		know_all(&c);
