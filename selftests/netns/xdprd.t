@@ -60,25 +60,18 @@ daemon_start() {
 	DAEMON_PID=$!
 }
 
-# notified N TEXT: the notify log has at least N lines containing TEXT (waits up to 10 s)
-notified() {
+# lines_in FILE N TEXT: FILE has at least N lines containing TEXT (waits up to 10 s)
+lines_in() {
 	local i
 	for ((i = 0; i < 100; i++)); do
-		[ "$(grep -cF -- "$2" "$T_TMP/notify.log" 2>/dev/null)" -ge "$1" ] && return 0
+		[ "$(grep -cF -- "$3" "$1" 2>/dev/null)" -ge "$2" ] && return 0
 		sleep 0.1
 	done
 	return 1
 }
-
-# logged N TEXT: the daemon's log has at least N lines containing TEXT (waits up to 10 s)
-logged() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(grep -cF -- "$2" "$T_TMP/xdprd.log" 2>/dev/null)" -ge "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# notified N TEXT: the notify log (systemd's messages); logged N TEXT: the daemon's log
+notified() { lines_in "$T_TMP/notify.log" "$@"; }
+logged() { lines_in "$T_TMP/xdprd.log" "$@"; }
 
 metrics() {
 	T_TIMEOUT=10 in_ns "$R" curl -sf "http://127.0.0.1:$MPORT/metrics$1"

@@ -39,16 +39,7 @@ n=$(grep -c '^\(not \)\?ok' /tmp/xdpr-filter.$$)
 echo "1..$((n + ${#cases[@]} * 2 + 3))"
 cat /tmp/xdpr-filter.$$; rm -f /tmp/xdpr-filter.$$
 i=$n
-# tap STATUS DESC WHY: one TAP line, a pass when STATUS is 0 (else WHY is shown).
-tap() {
-	i=$((i + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $i - $2"
-	else
-		echo "not ok $i - $2: $3"
-		rc=1
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 for c in "${cases[@]}"; do
 	IFS='|' read -r code msg args <<< "$c"
 	# shellcheck disable=SC2086 # the arguments are words

@@ -9,7 +9,7 @@ B=${XDPR_BUILD:-${BUILD:-build}}/loader
 declare -A layer=([netdev]=0 [reasons]=0 [nfguard]=0 [core]=1 [rtindex]=2 [nat]=2 [route]=3 [nat_tab]=3 [filter]=3
 	[loader]=4)
 declare -A owner
-n=0 rc=0
+i=0 rc=0
 command -v nm >/dev/null || { echo "1..0 # SKIP nm not installed"; exit 0; }
 objs=()
 for c in loader/*.c; do
@@ -23,16 +23,7 @@ for o in "${objs[@]}"; do
 		owner[$s]=$f
 	done
 done
-# tap STATUS DESC WHY: one TAP line, a pass when STATUS is 0 (else WHY is shown).
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2: $3"
-		rc=1
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 for o in "${objs[@]}"; do
 	f=$(basename "$o" .o)
 	[ -n "${layer[$f]}" ]

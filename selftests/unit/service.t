@@ -13,20 +13,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 i=0
 rc=0
-# tap STATUS DESC WHY: one TAP line, a pass when STATUS is 0 (else WHY is shown).
-tap() {
-	i=$((i + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $i - $2"
-	else
-		echo "not ok $i - $2: $3"
-		rc=1
-	fi
-}
-skip() {
-	i=$((i + 1))
-	echo "ok $i - $1 # SKIP $2"
-}
+. "$(dirname "$0")/tap.sh"
 
 # CASE := LINE|WORDS THAT MUST BE OFFERED|WORDS THAT MUST NOT ("=" alone:
 # exactly the words before).  A LINE ending in a space completes a new word.
