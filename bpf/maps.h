@@ -21,7 +21,11 @@ struct {
 	__type(value, struct xdpr_iface);
 } xdpr_ifaces SEC(".maps");
 
-/* Redirect targets: every attached interface, key and value = ifindex. */
+/*
+ * Redirect targets: every attached port, key and value = ifindex.  A VLAN
+ * has an entry too, never a target (its frames leave through its port):
+ * the kernel removes it with the device, which nat_if_gone reads.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
 	__uint(max_entries, XDPR_MAX_IFACES);

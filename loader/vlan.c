@@ -5,9 +5,10 @@
  * A port's 802.1Q VLAN devices are not attached on their own: the program
  * on the port sees their tagged frames (bpf/vlan.h).  Each VLAN gets what
  * an attached interface has (an xdpr_ifaces entry, a counter slot with its
- * name, NAT rules) plus its entry in xdpr_vlans, (port, VID) -> VLAN, which
- * exists only while the VLAN is up: a frame for a VLAN that is down goes
- * to the kernel, which drops it, as it would without XDP.
+ * name, NAT rules, a redirect entry the kernel removes with the device)
+ * plus its entry in xdpr_vlans, (port, VID) -> VLAN, which exists only
+ * while the VLAN is up: a frame for a VLAN that is down goes to the
+ * kernel, which drops it, as it would without XDP.
  *
  * The state is rebuilt from the maps and one rtnetlink dump every time, so
  * a command killed half-way leaves nothing the next sync does not finish.
@@ -214,6 +215,15 @@ static int keep_vlan(struct xdpr *x, struct sync *s, const struct xdpr_vlan_dev 
 			err = -errno;
 			goto fail;
 		}
+		/*
+		 * A redirect entry of its own, never used as a target (its frames
+		 * leave through its port): the kernel removes it with the device,
+		 * which is how the NAT knows a rule's VLAN is gone (nat_if_gone).
+		 */
+		if (bpf_map_update_elem(x->fd[XM_TX], &d->ifindex, &d->ifindex, BPF_ANY)) {
+			err = -errno;
+			goto fail;
+		}
 		if (!old) {
 			name_slot(x, slot, d, p);
 			xdpr_since_set(x, -1, slot);
@@ -248,6 +258,8 @@ static int drop_vlan(struct xdpr *x, const struct ent *e, bool forget)
 	struct xdpr_vlan_dev d = { .ifindex = e->ifindex, .parent = e->cfg.parent, .vid = e->cfg.vid };
 	int err = vid_entry(x, &d, false);
 
+	if (!err && bpf_map_delete_elem(x->fd[XM_TX], &e->ifindex) && errno != ENOENT)
+		err = -errno;
 	if (!err && bpf_map_delete_elem(x->fd[XM_IFACES], &e->ifindex) && errno != ENOENT)
 		err = -errno;
 	if (!err && forget && x->fd[XM_SLOTS] >= 0)
