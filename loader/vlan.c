@@ -215,26 +215,35 @@ static int keep_vlan(struct xdpr *x, struct sync *s, const struct xdpr_vlan_dev 
 			err = -errno;
 			goto fail;
 		}
-		/*
-		 * A redirect entry of its own, never used as a target (its frames
-		 * leave through its port): the kernel removes it with the device,
-		 * which is how the NAT knows a rule's VLAN is gone (nat_if_gone).
-		 */
-		if (bpf_map_update_elem(x->fd[XM_TX], &d->ifindex, &d->ifindex, BPF_ANY)) {
-			err = -errno;
-			goto fail;
-		}
 		if (!old) {
-			name_slot(x, slot, d, p);
-			xdpr_since_set(x, -1, slot);
 			char pname[IF_NAMESIZE] = "?";
 
+			xdpr_since_set(x, -1, slot);
 			if_indextoname(p->ifindex, pname);
 			info(x, "%s: VLAN %u of %s enrolled%s", d->name, d->vid, pname,
 			     d->up ? "" : " (down: its frames go to the kernel until it is up)");
 			s->added[s->nadded++] = (char *)d->name;
 		}
 		s->changes++;
+	}
+	/*
+	 * What a command killed half-way may have left out, made sure of every
+	 * time: its slot's name, and a redirect entry of its own, never used as
+	 * a target (its frames leave through its port): the kernel removes it
+	 * with the device, which is how the NAT knows a rule's VLAN is gone
+	 * (nat_if_gone).
+	 */
+	{
+		struct xdpr_slot_name sn;
+
+		if (x->fd[XM_SLOTS] >= 0 && (bpf_map_lookup_elem(x->fd[XM_SLOTS], &slot, &sn) ||
+					     sn.ifindex != d->ifindex || strncmp(sn.name, d->name, IF_NAMESIZE)))
+			name_slot(x, slot, d, p);
+	}
+	if (bpf_map_lookup_elem(x->fd[XM_TX], &d->ifindex, &cur) &&
+	    bpf_map_update_elem(x->fd[XM_TX], &d->ifindex, &d->ifindex, BPF_ANY)) {
+		err = -errno;
+		goto fail;
 	}
 	vid_ok = !bpf_map_lookup_elem(x->fd[XM_VLANS], &k, &cur) && cur == d->ifindex;
 	if (vid_ok != d->up) {
