@@ -372,7 +372,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 		return XDPR_PASS_IP4_FRAG;
 	if (iph->ttl <= 1)
 		return XDPR_PASS_TTL;
-	step = claim_egress(in, fib->ifindex);
+	step = claim_egress(in, fib->ifindex, iph->tos);
 	if (step != XDPR_FWD)
 		return step;
 

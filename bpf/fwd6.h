@@ -49,7 +49,7 @@ static __always_inline int fwd6_tail(struct ethhdr *eth, struct ipv6hdr *ip6h, s
 		return XDPR_PASS_IP6_EXTHDR;
 	if (ip6h->hop_limit <= 1)
 		return XDPR_PASS_TTL;
-	step = claim_egress(&inf, fib->ifindex);
+	step = claim_egress(&inf, fib->ifindex, -1);
 	if (step != XDPR_FWD)
 		return step;
 
