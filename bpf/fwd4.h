@@ -403,7 +403,8 @@ __noinline __u32 filter4_late_view(struct xdp_md *ctx)
 		return 0;
 	tot_len = bpf_ntohs(iph->tot_len);
 	asm volatile("%0 &= 0xffff" : "+r"(tot_len));
-	if (iph->ihl < 5 || (void *)iph + tot_len > end)
+	/* expiring here: the kernel answers it and forwards nothing, so it starts no flow */
+	if (iph->ihl < 5 || (void *)iph + tot_len > end || iph->ttl <= 1)
 		return 0;
 	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
 	io = bpf_map_lookup_elem(&xdpr_io_scr, &zero);

@@ -827,9 +827,9 @@ static bool fz_may_start(const __u8 *b, const struct fz_view *v)
 
 		return v->l4len >= 20 && (f == 0x02 || f == 0x10);
 	}
-	if (v->proto == IPPROTO_ICMP)
+	if (v->proto == IPPROTO_ICMP && v->family == 4) /* in IPv6, 1 is just another protocol */
 		return v->l4len >= 8 && (l4[0] == 8 || l4[0] == 13 || l4[0] == 15 || l4[0] == 17);
-	if (v->proto == IPPROTO_ICMPV6)
+	if (v->proto == IPPROTO_ICMPV6 && v->family == 6)
 		return v->l4len >= 8 && (l4[0] == 128 || l4[0] == 139);
 	return true;
 }
