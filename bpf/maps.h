@@ -96,7 +96,13 @@ static __always_inline __u32 in_ifindex(struct xdp_md *ctx)
 {
 	struct xdpr_l2 *l2 = l2_scratch();
 
-	return l2 ? l2->in_if : ctx->ingress_ifindex;
+	/*
+	 * Never NULL (one per-CPU entry).  Not ctx->ingress_ifindex as the
+	 * fallback: clang keeps ctx + 12 in a register for it, which 6.12's
+	 * verifier refuses to load through.
+	 */
+	(void)ctx;
+	return l2 ? l2->in_if : 0;
 }
 
 /* Exit reasons, per CPU, per interface slot. */

@@ -80,7 +80,12 @@ static __always_inline int vlan_in(struct xdp_md *ctx, __u32 port, struct xdpr_l
 	l2->in_if = vif;
 	l2->in_tci = tci;
 	l2->popped = 1;
-	l2->in_prio = vl->in_prio[tci >> 13];
+	{
+		__u32 pcp = tci >> 13;
+
+		barrier_var(pcp); /* 6.12 refills a spilled tci unbounded: the mask must stay */
+		l2->in_prio = vl->in_prio[pcp & 7];
+	}
 	*in = vl;
 	return STEP_NEXT;
 }

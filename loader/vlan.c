@@ -290,6 +290,21 @@ static struct ent *its_port(struct sync *s, const struct xdpr_vlan_dev *d)
 	return d && d->dot1q && !d->other_ns && d->vid ? find_port(s, d->parent) : NULL;
 }
 
+/* The name a counter slot keeps for ifindex (a deleted VLAN's), or "". */
+static void slot_name_of(struct xdpr *x, __u32 ifindex, char name[IF_NAMESIZE])
+{
+	name[0] = 0;
+	for (__u32 slot = 1; slot < XDPR_MAX_IFACES && x->fd[XM_SLOTS] >= 0; slot++) {
+		struct xdpr_slot_name sn;
+
+		if (!bpf_map_lookup_elem(x->fd[XM_SLOTS], &slot, &sn) && sn.ifindex == ifindex &&
+		    (sn.mode & XDPR_SLOT_VLAN)) {
+			snprintf(name, IF_NAMESIZE, "%.*s", IF_NAMESIZE - 1, sn.name);
+			return;
+		}
+	}
+}
+
 /* xdpr_vlans entries that lead nowhere now (a VLAN deleted with its entry left). */
 static void sweep_vids(struct xdpr *x, struct sync *s)
 {
@@ -307,9 +322,23 @@ static void sweep_vids(struct xdpr *x, struct sync *s)
 		}
 		prev = &k;
 	}
-	for (int i = 0; i < n; i++)
-		if (!bpf_map_delete_elem(x->fd[XM_VLANS], &dead[i]))
-			s->changes++;
+	for (int i = 0; i < n; i++) {
+		char name[IF_NAMESIZE];
+		__u32 v;
+
+		if (bpf_map_lookup_elem(x->fd[XM_VLANS], &dead[i], &v) ||
+		    bpf_map_delete_elem(x->fd[XM_VLANS], &dead[i]))
+			continue;
+		s->changes++;
+		if (find_dev(s, v))
+			continue; /* a VLAN that is there: keep_vlan said what changed */
+		slot_name_of(x, v, name);
+		if (name[0])
+			info(x, "%s: VLAN %u deleted: taken out (listed as gone with its counters until "
+				"it is back)", name, dead[i].vid);
+		else
+			info(x, "VLAN %u of ifindex %u deleted: taken out", dead[i].vid, dead[i].ifindex);
+	}
 }
 
 /* Ports whose offload xdpr turned off: off again if someone turned it on. */
@@ -362,8 +391,10 @@ int xdpr_vlan_sync(struct xdpr *x)
 			s->changes++;
 		if (!err && !gone)
 			info(x, "%s: no longer a VLAN of an attached port: taken out", name);
-		else if (!err)
-			info(x, "VLAN %u of ifindex %u deleted: taken out", e->cfg.vid, e->cfg.parent);
+		else if (!err) {
+			slot_name_of(x, e->ifindex, name);
+			info(x, "%s: VLAN %u deleted: taken out", name[0] ? name : "?", e->cfg.vid);
+		}
 	}
 	/* re-read: a removed entry's VID may belong to a new VLAN now */
 	if (!err) {
