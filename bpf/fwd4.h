@@ -245,12 +245,9 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 {
 	struct pkt4 p = {};
 	struct iphdr *iph;
-	__u32 flags = 0, fib_if;
-	__be32 fib_dst;
 	__u32 tot_len;
 	__u16 old;
-	__u64 now = 0;
-	int fibrc = 0, step, nat, routed = 0;
+	int step;
 
 	iph = cursor_take(c, sizeof(*iph));
 	if (!iph)
@@ -269,12 +266,17 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 	pkt4_init(&p, iph, c->end, tot_len);
 
 #define io (*iop)
-	nat = cfg && (cfg->flags & XDPR_CFG_NAT);
-	if (nat) {
-		now = bpf_ktime_get_coarse_ns();
+	io.tot_len = tot_len;
+	io.fib_flags = 0;
+	io.fib_rc = 0;
+	io.now = 0;
+	io.routed = 0;
+	io.nat = cfg && (cfg->flags & XDPR_CFG_NAT);
+	if (io.nat) {
+		io.now = bpf_ktime_get_coarse_ns();
 		if (in->nrules) {
 			pkt4_to_io(&p, sizeof(*eth), &io);
-			step = nat4_reverse(ctx, &io, now);
+			step = nat4_reverse(ctx, &io, io.now);
 			if (step == STEP_NAT_CREATE)
 				step = nat4_create(ctx, &io);
 			pkt4_from_io(&p, &io);
@@ -284,7 +286,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 				return step;
 		}
 		if (!p.reversed && (cfg->flags & XDPR_CFG_FIB_SRC))
-			flags = BPF_FIB_LOOKUP_SRC;
+			io.fib_flags = BPF_FIB_LOOKUP_SRC;
 	} else if (iph->ihl != 5 && !io.flt) {
 		return XDPR_PASS_IP4_OPTIONS;
 	} else if (p.frag && !io.flt) {
@@ -293,29 +295,25 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 	if (p.reversed)
 		io.filtered = 1; /* its NAT session is its state */
 
-	fib_dst = iph->daddr;
-	fib_if = in_ifindex(ctx);
+	io.fib_dst = iph->daddr;
+	io.fib_if = in_ifindex(ctx);
 	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
 		pkt4_to_io(&p, sizeof(*eth), &io);
-		step = route4(ctx, &io, flags);
+		step = route4(ctx, &io, io.fib_flags);
 		if (step >= 0)
 			return p.reversed ? XDPR_DROP_NAT_IN_NO_ROUTE : step;
 		if (step == STEP_RT_FIB) {
-			routed = 1;
 			io.routed = 1;
-			fibrc = io.fib_rc;
-			fib_dst = io.fib_dst;
-			fib_if = io.fib_if;
-			flags |= BPF_FIB_LOOKUP_OUTPUT;
+			io.fib_flags |= BPF_FIB_LOOKUP_OUTPUT;
 		}
 	}
-	if (!routed)
-		fibrc = ip4_fib(ctx, fib, &p, flags, tot_len, fib_dst, fib_if);
+	if (!io.routed)
+		io.fib_rc = ip4_fib(ctx, fib, &p, io.fib_flags, io.tot_len, io.fib_dst, io.fib_if);
 	if (p.reversed) {
-		if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
-			return ip4_reversed_fail(ctx, fib, &p, &io, fibrc);
-	} else if (nat) {
-		if (fibrc == BPF_FIB_LKUP_RET_NOT_FWDED && !in->nrules && !routed) {
+		if (io.fib_rc != BPF_FIB_LKUP_RET_SUCCESS)
+			return ip4_reversed_fail(ctx, fib, &p, &io, io.fib_rc);
+	} else if (io.nat) {
+		if (io.fib_rc == BPF_FIB_LKUP_RET_NOT_FWDED && !in->nrules && !io.routed) {
 			/* an inside host addressing a NAT binding of the router */
 			int r2;
 
@@ -326,7 +324,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 			if (r2 == STEP_HAIRPIN) {
 				__be32 saddr = iph->saddr;
 
-				r2 = nat4_snat(ctx, &io, io.hp_addr, now);
+				r2 = nat4_snat(ctx, &io, io.hp_addr, io.now);
 				if (r2 == STEP_NAT_CREATE)
 					r2 = nat4_create(ctx, &io);
 				pkt4_from_io(&p, &io);
@@ -334,7 +332,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 					return r2;
 				/* not an inside host of that rule: the router's business */
 				if (iph->saddr != saddr) {
-					r2 = nat4_reverse(ctx, &io, now);
+					r2 = nat4_reverse(ctx, &io, io.now);
 					if (r2 == STEP_NAT_CREATE)
 						r2 = nat4_create(ctx, &io);
 					pkt4_from_io(&p, &io);
@@ -345,27 +343,27 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 			if (p.reversed) {
 				io.filtered = 1; /* not filtered: see README, "Filter" */
 				nat_count(io.hp_rule, XDPR_NE_HAIRPIN);
-				fibrc = ip4_fib(ctx, fib, &p, 0, tot_len, iph->daddr, in_ifindex(ctx));
+				io.fib_rc = ip4_fib(ctx, fib, &p, 0, io.tot_len, iph->daddr, in_ifindex(ctx));
 			}
 		} else {
-			int r2 = ip4_snat(ctx, fib, &p, &io, fibrc, now, flags, fib_dst, fib_if);
+			int r2 = ip4_snat(ctx, fib, &p, &io, io.fib_rc, io.now, io.fib_flags, io.fib_dst, io.fib_if);
 
 			if (r2 >= 0)
 				return r2;
 		}
 	}
 	/* expiring here: the kernel answers it and forwards nothing, so it starts no flow */
-	if (io.flt && !io.filtered && fib_forwards(fibrc) && iph->ttl <= 1)
+	if (io.flt && !io.filtered && fib_forwards(io.fib_rc) && iph->ttl <= 1)
 		return XDPR_PASS_TTL;
-	if (io.flt && !io.filtered && fib_forwards(fibrc)) {
-		step = ip4_filter(ctx, fib, &p, &io, fibrc, flags, fib_dst, fib_if);
+	if (io.flt && !io.filtered && fib_forwards(io.fib_rc)) {
+		step = ip4_filter(ctx, fib, &p, &io, io.fib_rc, io.fib_flags, io.fib_dst, io.fib_if);
 		if (step >= 0)
 			return step;
-		if (fibrc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		if (io.fib_rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
 			return XDPR_PASS_FIB_FRAG_NEEDED; /* fib was overwritten */
 	}
-	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
-		return fib_reason(fibrc);
+	if (io.fib_rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return fib_reason(io.fib_rc);
 	if (iph->ihl != 5)
 		return XDPR_PASS_IP4_OPTIONS; /* translated already if NAT applied */
 	if (p.frag)
@@ -479,7 +477,6 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	iop->flt = flt_active(cfg);
 	iop->filtered = 0;
-	iop->routed = 0;
 	r = fwd_ip4_path(ctx, c, eth, in, fib, iop, cfg);
 	if (iop->routed)
 		r = nat4_kernel_leak(ctx, r);

@@ -91,7 +91,13 @@ static __always_inline struct xdpr_l2 *l2_scratch(void)
 	return bpf_map_lookup_elem(&xdpr_l2_scr, &zero);
 }
 
-/* The interface the frame came in on, a VLAN's for a tagged frame. */
+/*
+ * The interface the frame came in on, a VLAN's for a tagged frame.  The
+ * scratch is always there (an array's only key: xdpr_main stops without
+ * it); 0, no interface, otherwise.  Not ctx->ingress_ifindex: clang keeps
+ * &ctx->ingress_ifindex in a register across the path, and 6.1's verifier,
+ * which does not know the lookup cannot fail, refuses that "modified ctx".
+ */
 static __always_inline __u32 in_ifindex(struct xdp_md *ctx)
 {
 	struct xdpr_l2 *l2 = l2_scratch();

@@ -294,16 +294,45 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src,
 }
 
 /*
+ * The packet of a session nat4_create just made (or adopted): translate it
+ * (outbound: its source; opened from outside: its destination).  Global:
+ * the packet view and the rewrite stay off nat4_create's frame, which is
+ * on the call chain of every creation step.  Returns STEP_NEXT, or an
+ * xdpr_reason.
+ */
+__noinline int nat4_xlate_new(struct xdp_md *ctx, struct pkt4_io *io)
+{
+	struct nat_scratch *sc = nat_scratch();
+	struct pkt4 pk, *p = &pk;
+	struct nat_req *q;
+
+	if (!ctx || !io || !sc || pkt4_view(ctx, io, p))
+		return XDPR_DROP_NAT_UNTRANSLATABLE;
+	q = &sc->q;
+	if (q->from_in) {
+		nat4_xlate(p, XDPR_CT_IN, q->key.saddr, q->key.sport);
+		nat_count(q->rule_id, XDPR_NE_XLATE_IN);
+		p->reversed = 1;
+	} else {
+		nat4_xlate(p, XDPR_CT_OUT, q->out.xaddr, q->out.xport);
+		nat_count(q->rule_id, XDPR_NE_XLATE_OUT);
+	}
+	pkt4_back(p, io);
+	return STEP_NEXT;
+}
+
+/*
  * Second half of a NAT step that asked for a session (STEP_NAT_CREATE): create
  * the session the scratch request describes, then translate the packet
- * (outbound: its source; opened from outside: its destination).  Kept
- * apart from the steps so that no call chain nests deeper than the BPF
- * stack allows.  Returns STEP_NEXT to go on, or an xdpr_reason.
+ * (nat4_xlate_new).  Kept apart from the steps so that no call chain nests
+ * deeper than the BPF stack allows; its own frame holds little more than
+ * its arguments, every step it calls being global (6.1 adds each frame of
+ * a chain, rounded up to 32 bytes, bpf_loop callbacks included, within
+ * 512).  Returns STEP_NEXT to go on, or an xdpr_reason.
  */
 __noinline int nat4_create(struct xdp_md *ctx, struct pkt4_io *io)
 {
 	struct nat_scratch *sc = nat_scratch();
-	struct pkt4 pk, *p = &pk;
 	struct nat_req *q;
 	int ev;
 
@@ -319,18 +348,7 @@ __noinline int nat4_create(struct xdp_md *ctx, struct pkt4_io *io)
 		nat_count(q->rule_id, ev);
 		return nat_event_reason(ev);
 	}
-	if (pkt4_view(ctx, io, p))
-		return XDPR_DROP_NAT_UNTRANSLATABLE;
-	if (q->from_in) {
-		nat4_xlate(p, XDPR_CT_IN, q->key.saddr, q->key.sport);
-		nat_count(q->rule_id, XDPR_NE_XLATE_IN);
-		p->reversed = 1;
-	} else {
-		nat4_xlate(p, XDPR_CT_OUT, q->out.xaddr, q->out.xport);
-		nat_count(q->rule_id, XDPR_NE_XLATE_OUT);
-	}
-	pkt4_back(p, io);
-	return STEP_NEXT;
+	return nat4_xlate_new(ctx, io);
 }
 
 /*

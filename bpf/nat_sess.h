@@ -441,6 +441,17 @@ static __always_inline void nat_ring_push(const struct xdpr_ct_key *okey, const 
 	*slot = *okey;
 }
 
+/* nat_ring_push for the request in the scratch; global, off nat4_create's frame. */
+__noinline int nat_ring_add(void)
+{
+	struct nat_scratch *sc = nat_scratch();
+
+	if (!sc)
+		return 0;
+	nat_ring_push(&sc->q.key, &sc->q.cfg, sc->q.now);
+	return 0;
+}
+
 struct evict_ctx {
 	__u64 now;
 	__u32 head;          /* the ring's oldest slot */
@@ -604,6 +615,19 @@ __noinline int nat_insert(void)
 	return NAT_OK;
 }
 
+/* Give back what the request took (nothing was created); global, like nat_ring_add. */
+__noinline int nat_unclaim(void)
+{
+	struct nat_scratch *sc = nat_scratch();
+	struct nat_req *q;
+
+	if (!sc)
+		return 0;
+	q = &sc->q;
+	nat_release(q->key.saddr, q->out_addr, q->port, q->key.proto, q->gen, q->now);
+	return 0;
+}
+
 /* Binding for the request: the endpoint's mapping, or a new port claimed for it. */
 __noinline int nat_bind(struct xdp_md *ctx)
 {
@@ -673,11 +697,11 @@ static __always_inline int nat_create(struct xdp_md *ctx)
 	}
 	if (ev == NAT_OK) {
 		nat_count(q->rule_id, XDPR_NE_SESS_NEW);
-		nat_ring_push(&q->key, &q->cfg, q->now);
+		nat_ring_add();
 		return NAT_OK;
 	}
 	/* nothing created: give back the host count and the binding reference */
-	nat_release(q->key.saddr, q->out_addr, q->port, q->key.proto, q->gen, q->now);
+	nat_unclaim();
 	return ev;
 }
 

@@ -136,12 +136,22 @@ struct pkt4_io {
 	__u8 out_rules[XDPR_NAT_IF_RULES]; /* copied by whoever looked it up */
 	__u8 filtered;     /* the filter has judged this packet (or its NAT session stands for it) */
 	__u8 flt;          /* the filter is on (XDPR_CFG_FILTER) */
-	__u8 routed;       /* a route map "via" route chose the egress, not the kernel FIB */
+	__u8 pad;
 	__be32 hp_addr;    /* hairpin: the binding's address and rule */
 	__u32 hp_rule;
-	__s32 fib_rc;      /* route map: the FIB's answer for the next hop, */
-	__be32 fib_dst;    /* the next hop it asked about */
+	/*
+	 * The IPv4 path's own state (fwd_ip4_path), kept here rather than in
+	 * its frame: it lives across every step the path calls, and the
+	 * path's frame is on every call chain (6.1 counts them within 512).
+	 */
+	__s32 fib_rc;      /* the FIB's answer (route map: for the next hop), */
+	__be32 fib_dst;    /* the address it asked about (route map: the next hop) */
 	__u32 fib_if;      /* and through which interface */
+	__u32 fib_flags;   /* BPF_FIB_LOOKUP_* of the path's lookups */
+	__u64 now;         /* NAT's clock for this packet (0: NAT off) */
+	__u16 tot_len;     /* the IPv4 total length */
+	__u8 nat;          /* NAT is on (XDPR_CFG_NAT) */
+	__u8 routed;       /* a route map "via" route gave the next hop (fib_*), not the kernel FIB */
 };
 
 /* The offsets of p, whose IPv4 header starts l3 bytes into the frame. */

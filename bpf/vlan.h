@@ -59,6 +59,7 @@ static __always_inline int vlan_in(struct xdp_md *ctx, __u32 port, struct xdpr_l
 	if (eth->h_proto != bpf_htons(ETH_P_8021Q))
 		return XDPR_PASS_VLAN_QINQ;
 	tci = bpf_ntohs(tag->tci);
+	asm volatile("%0 &= 0xffff" : "+r"(tci)); /* bounded for older verifiers (6.1: in_prio[tci >> 13]) */
 	l2->key.ifindex = port;
 	l2->key.vid = tci & 0xfff;
 	v = *in ? bpf_map_lookup_elem(&xdpr_vlans, &l2->key) : NULL;
