@@ -10,7 +10,7 @@ ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine)
 
 CFLAGS   ?= -O2 -g
 # libnftables, jansson, libip4tc/libip6tc: the netfilter guard (loader/nfguard.c)
-PKGS     := libxdp libbpf libnftables jansson libip4tc libip6tc
+PKGS     := libxdp libbpf libnftables jansson libip4tc libip6tc libmnl
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Ibpf -Iloader -Icli -I$(BUILD)
 CFLAGS   += $(shell pkg-config --cflags $(PKGS))
 LDLIBS    = $(shell pkg-config --libs $(PKGS))

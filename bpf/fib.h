@@ -42,14 +42,20 @@ static __always_inline int fib_reason(int rc)
 static __always_inline int claim_egress(const struct xdpr_iface *in, __u32 egress)
 {
 	struct xdpr_iface *out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
+	struct xdpr_l2 *l2 = l2_scratch();
+	__u32 port = egress;
 
-	if (!out)
+	if (!out || !l2)
 		return XDPR_PASS_EGRESS_NOT_XDPR;
 	/* Generic-mode ingress transmits through the stack: any device works. */
 	if (!(in->flags & XDPR_IF_GENERIC) && !(out->flags & XDPR_IF_XMIT))
 		return XDPR_PASS_EGRESS_NO_XMIT;
-	if (bpf_redirect_map(&xdpr_tx_ports, egress, XDP_PASS) != XDP_REDIRECT)
+	/* a VLAN's frames leave through its port, tagged on the way out (vlan_out) */
+	if (out->flags & XDPR_IF_VLAN)
+		port = out->parent;
+	if (bpf_redirect_map(&xdpr_tx_ports, port, XDP_PASS) != XDP_REDIRECT)
 		return XDPR_PASS_EGRESS_NOT_XDPR;
+	l2->out_vlan = port != egress ? egress : 0;
 	return XDPR_FWD;
 }
 

@@ -479,7 +479,7 @@ __noinline int flt_classify(struct xdp_md *ctx, __u32 slot, __u32 state)
 	FLT_DESC(XDPR_FF_SPORT, flt_val(vals, XDPR_FV_SPORT + fp->sport));
 	FLT_DESC(XDPR_FF_DPORT, flt_val(vals, XDPR_FV_DPORT + fp->dport));
 	FLT_DESC(XDPR_FF_PROTO, flt_val(vals, XDPR_FV_PROTO + (fp->family == 6 ? 256 : 0) + fp->proto));
-	FLT_DESC(XDPR_FF_IN, flt_if(ifs, ctx->ingress_ifindex, XDPR_FF_IN));
+	FLT_DESC(XDPR_FF_IN, flt_if(ifs, in_ifindex(ctx), XDPR_FF_IN));
 	FLT_DESC(XDPR_FF_OUT, flt_if(ifs, fp->out_if, XDPR_FF_OUT));
 	FLT_DESC(XDPR_FF_STATE, flt_val(vals, XDPR_FV_STATE + (state & 3)));
 #undef FLT_DESC
@@ -646,7 +646,7 @@ accept:
 		v->created = now;
 		v->rule = id;
 		v->orig_b = !fp->from_a;
-		v->in_if = ctx->ingress_ifindex;
+		v->in_if = in_ifindex(ctx);
 		v->state = flow_bits(fp->proto, fp->tcp_flags, 1);
 		/* the tables being copied (nat limit sessions): the verdict stands, no state is kept */
 		if (!nat_frozen() && !nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY))

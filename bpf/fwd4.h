@@ -294,7 +294,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 		io.filtered = 1; /* its NAT session is its state */
 
 	fib_dst = iph->daddr;
-	fib_if = ctx->ingress_ifindex;
+	fib_if = in_ifindex(ctx);
 	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
 		pkt4_to_io(&p, sizeof(*eth), &io);
 		step = route4(ctx, &io, flags);
@@ -344,7 +344,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 			if (p.reversed) {
 				io.filtered = 1; /* not filtered: see README, "Filter" */
 				nat_count(io.hp_rule, XDPR_NE_HAIRPIN);
-				fibrc = ip4_fib(ctx, fib, &p, 0, tot_len, iph->daddr, ctx->ingress_ifindex);
+				fibrc = ip4_fib(ctx, fib, &p, 0, tot_len, iph->daddr, in_ifindex(ctx));
 			}
 		} else {
 			int r2 = ip4_snat(ctx, fib, &p, &io, fibrc, now, flags, fib_dst, fib_if);
@@ -406,7 +406,7 @@ __noinline __u32 filter4_late_view(struct xdp_md *ctx)
 	if (!fib || !io)
 		return 0;
 	pkt4_init(&p, iph, end, tot_len);
-	fibrc = ip4_fib(ctx, fib, &p, 0, sizeof(struct iphdr), iph->daddr, ctx->ingress_ifindex);
+	fibrc = ip4_fib(ctx, fib, &p, 0, sizeof(struct iphdr), iph->daddr, in_ifindex(ctx));
 	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH)
 		return 0;
 	pkt4_to_io(&p, sizeof(struct ethhdr), io);

@@ -141,7 +141,7 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 	fib->tot_len = sizeof(*ip6h) + plen;
 	__builtin_memcpy(fib->ipv6_src, &ip6h->saddr, sizeof(fib->ipv6_src));
 	__builtin_memcpy(fib->ipv6_dst, &ip6h->daddr, sizeof(fib->ipv6_dst));
-	fib->ifindex = ctx->ingress_ifindex;
+	fib->ifindex = in_ifindex(ctx);
 
 	if (cfg && (cfg->flags & XDPR_CFG_ROUTES)) {
 		__u32 slot = cfg->rt_slot & 1;
@@ -183,7 +183,7 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 
 		if (redo) {
 			__builtin_memcpy(fib->ipv6_dst, &ip6h->daddr, sizeof(fib->ipv6_dst));
-			fib->ifindex = ctx->ingress_ifindex;
+			fib->ifindex = in_ifindex(ctx);
 			fib->tot_len = sizeof(*ip6h);
 			f = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
 			out_if = f == BPF_FIB_LKUP_RET_SUCCESS || f == BPF_FIB_LKUP_RET_NO_NEIGH ? fib->ifindex : 0;

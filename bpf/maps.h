@@ -29,6 +29,52 @@ struct {
 	__type(value, __u32);
 } xdpr_tx_ports SEC(".maps");
 
+/* A port's 802.1Q VLANs: (port, VID) -> the VLAN's ifindex (bpf/vlan.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XDPR_MAX_IFACES);
+	__type(key, struct xdpr_vlan_key);
+	__type(value, __u32);
+} xdpr_vlans SEC(".maps");
+
+/*
+ * The frame's VLAN state, per CPU, written at the start of every frame:
+ * which interface it came in on (the VLAN's for a tagged frame, whose tag
+ * is taken off for the rest of the path) and which VLAN a redirect sends
+ * it out of.  Steps ask in_ifindex(), never ctx->ingress_ifindex.
+ */
+struct xdpr_l2 {
+	__u32 in_if;    /* ingress interface: the VLAN of a tagged frame */
+	__u32 out_vlan; /* the VLAN a redirect leaves through (its ifindex), 0: none */
+	__u16 in_tci;   /* the tag taken off at ingress (host order) */
+	__u8 popped;    /* in_tci was taken off: it goes back on before a hand-over */
+	__u8 in_prio;   /* the packet's priority from the ingress VLAN's ingress-qos-map */
+	struct xdpr_vlan_key key; /* the xdpr_vlans lookup's, off the stack (xdpr_main's */
+	__u16 mac[6];   /* frame is on every call chain), and the addresses being moved */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdpr_l2);
+} xdpr_l2_scr SEC(".maps");
+
+static __always_inline struct xdpr_l2 *l2_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xdpr_l2_scr, &zero);
+}
+
+/* The interface the frame came in on, a VLAN's for a tagged frame. */
+static __always_inline __u32 in_ifindex(struct xdp_md *ctx)
+{
+	struct xdpr_l2 *l2 = l2_scratch();
+
+	return l2 ? l2->in_if : ctx->ingress_ifindex;
+}
+
 /* Exit reasons, per CPU, per interface slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -2,9 +2,9 @@
 /*
  * xdpr.bpf.c - the xdpr fast path: one program on every router interface.
  *
- *   parse L2 -> IPv4 (fwd4.h) or IPv6 (fwd6.h): checks -> reverse NAT ->
- *   route map / FIB -> filter -> source NAT -> TTL, egress claim -> rewrite
- *   -> redirect
+ *   parse L2, VLAN tag off (vlan.h) -> IPv4 (fwd4.h) or IPv6 (fwd6.h):
+ *   checks -> reverse NAT -> route map / FIB -> filter -> source NAT -> TTL,
+ *   egress claim -> rewrite -> tag on (vlan.h) -> redirect
  *
  * Every exit is one enum xdpr_reason, counted per CPU per ingress interface
  * in one place (count_exit); the verdict follows from the reason.
@@ -25,6 +25,7 @@
 #include "fwd4.h"
 #include "fwd6.h"
 #include "filter.h"
+#include "vlan.h"
 
 static __always_inline int l2_for_us(const struct ethhdr *eth, const struct xdpr_iface *in)
 {
@@ -61,16 +62,6 @@ static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,
 	eth = cursor_take(&c, sizeof(*eth));
 	if (!eth)
 		return XDPR_DROP_SHORT;
-	if (eth_proto_is_vlan(eth->h_proto)) {
-		/* One or two tags: make sure they are really there, then let the kernel have it. */
-		struct vlan_tag *tag = cursor_take(&c, sizeof(*tag));
-
-		if (!tag)
-			return XDPR_DROP_SHORT;
-		if (eth_proto_is_vlan(tag->proto) && !cursor_take(&c, sizeof(*tag)))
-			return XDPR_DROP_SHORT;
-		return XDPR_PASS_VLAN;
-	}
 	if (eth->h_proto != bpf_htons(ETH_P_IP) && eth->h_proto != bpf_htons(ETH_P_IPV6))
 		return XDPR_PASS_NOT_IP;
 	if (!in)
@@ -88,16 +79,31 @@ static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,
 SEC("xdp")
 int xdpr_main(struct xdp_md *ctx)
 {
-	struct cursor c = {
-		.pos = (void *)(long)ctx->data,
-		.end = (void *)(long)ctx->data_end,
-	};
-	__u64 bytes = c.end - c.pos;
+	__u64 bytes = ctx->data_end - ctx->data;
 	__u32 ifindex = ctx->ingress_ifindex;
+	struct xdpr_l2 *l2 = l2_scratch();
 	struct xdpr_iface *in;
+	int r;
 
 	in = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
-	return count_exit(in ? in->slot : 0, xdpr_forward(ctx, c, in), bytes);
+	if (!l2)
+		return count_exit(in ? in->slot : 0, XDPR_PASS_FIB_OTHER, bytes);
+	l2->in_if = ifindex;
+	l2->out_vlan = 0;
+	l2->popped = 0;
+	l2->in_prio = 0;
+	r = vlan_in(ctx, ifindex, l2, &in); /* a tagged frame of a VLAN: in is the VLAN's from here */
+	if (r == STEP_NEXT) {
+		struct cursor c = {
+			.pos = (void *)(long)ctx->data,
+			.end = (void *)(long)ctx->data_end,
+		};
+
+		r = xdpr_forward(ctx, c, in);
+		if (l2->popped || l2->out_vlan)
+			r = vlan_out(ctx, l2, r);
+	}
+	return count_exit(in ? in->slot : 0, r, bytes);
 }
 
 /* ---- programs the CLI runs with BPF_PROG_TEST_RUN, never attached ---- */

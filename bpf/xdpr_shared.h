@@ -9,8 +9,11 @@
 
 #include <linux/types.h>
 
-/* Interfaces one router can hold (counter slots; slot 0 is "unknown"). */
-#define XDPR_MAX_IFACES 256
+/*
+ * Interfaces one router can hold, ports and their VLANs together (counter
+ * slots; slot 0 is "unknown").
+ */
+#define XDPR_MAX_IFACES 1024
 
 /*
  * Per-interface settings, in xdpr_ifaces (hash, key = ifindex in the
@@ -23,6 +26,11 @@ enum xdpr_iface_flags {
 	XDPR_IF_NAT_PENDING = 1 << 2, /* attached while NAT rules wait for its name: until
 	                                 they are bound to it, their inside sources are
 	                                 dropped here too (drop_nat_if_gone) */
+	XDPR_IF_VLAN    = 1 << 3, /* an 802.1Q VLAN of an attached port (parent): its frames
+	                             arrive and leave tagged through the port */
+	XDPR_IF_RXVLAN_OFF = 1 << 4, /* port: xdpr turned its receive VLAN offload off (a
+	                                tag stripped in hardware would hide the VLAN);
+	                                detach turns it on again */
 };
 
 /* Source NAT rules an outside interface can carry. */
@@ -35,6 +43,18 @@ struct xdpr_iface {
 	__u8  nrules;  /* NAT rules on this (outside) interface */
 	__u8  pad;
 	__u8  rules[XDPR_NAT_IF_RULES]; /* their ids, index into xdpr_nat_rules */
+	/* VLANs (XDPR_IF_VLAN) only; zero on ports */
+	__u32 parent;  /* the port (ifindex) its frames arrive and leave through */
+	__u16 vid;     /* its VLAN id, 1..4094 */
+	__u8  in_prio[8]; /* ingress-qos-map: PCP -> packet priority (16: above 15) */
+	__u8  pcp[17]; /* egress-qos-map: packet priority 0..15 (16: above) -> PCP */
+	__u8  pad2;
+};
+
+/* xdpr_vlans: a port's VLAN by VID -> the VLAN's ifindex (its xdpr_ifaces entry). */
+struct xdpr_vlan_key {
+	__u32 ifindex; /* the port */
+	__u32 vid;
 };
 
 /*
@@ -47,7 +67,8 @@ enum xdpr_reason {
 
 	/* handed to the kernel (XDP_PASS) */
 	XDPR_PASS_NOT_IP,        /* not IPv4/IPv6 (ARP, LLDP, ...)                */
-	XDPR_PASS_VLAN,          /* 802.1Q / 802.1ad tagged                        */
+	XDPR_PASS_VLAN,          /* 802.1Q tag of no attached VLAN (VID unknown or
+	                            0, VLAN down) */
 	XDPR_PASS_L2_OTHER,      /* L2 broadcast/multicast or not our MAC          */
 	XDPR_PASS_IP4_HDR_ERR,   /* version, IHL < 5 or total length vs. frame     */
 	XDPR_PASS_IP4_CSUM,      /* IPv4 header checksum wrong (RFC 1812 5.2.2)    */
@@ -109,6 +130,10 @@ enum xdpr_reason {
 	XDPR_TX_FILTER_REJECT,   /* a reject rule matched: TCP RST or ICMP
 	                            administratively prohibited sent back (XDP_TX) */
 
+	/* VLANs (appended: a pass and a drop) */
+	XDPR_PASS_VLAN_QINQ,     /* 802.1ad outer tag, or two stacked tags         */
+	XDPR_DROP_VLAN_PUSH,     /* no room to put the egress VLAN tag on          */
+
 	XDPR_REASON_MAX
 };
 
@@ -130,6 +155,8 @@ static inline int xdpr_reason_verdict(int reason)
 	if ((reason >= XDPR_TX_ICMP_FRAG && reason <= XDPR_TX_ICMP_TTL) ||
 	    reason == XDPR_TX_FILTER_REJECT)
 		return 3; /* XDP_TX */
+	if (reason == XDPR_PASS_VLAN_QINQ)
+		return 2;
 	if (reason >= XDPR_DROP_SHORT && reason < XDPR_REASON_MAX)
 		return 1; /* XDP_DROP */
 	return 2;         /* XDP_PASS */
@@ -160,6 +187,7 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_MAP_FLT_STATS "xdpr_flt_stats"
 #define XDPR_MAP_FLOWS    "xdpr_flt_flows"
 #define XDPR_MAP_FRAGS    "xdpr_flt_frags"
+#define XDPR_MAP_VLANS    "xdpr_vlans"
 #define XDPR_PROG_FLT_GC  "xdpr_flt_gc"
 
 /* ---- source NAT (IPv4) ---- */
@@ -667,7 +695,8 @@ struct xdpr_gc_cmd {
 };
 
 /* Compile-time checks on everything that crosses the user/kernel line. */
-_Static_assert(sizeof(struct xdpr_iface) == 24, "xdpr_iface layout");
+_Static_assert(sizeof(struct xdpr_iface) == 56, "xdpr_iface layout");
+_Static_assert(sizeof(struct xdpr_vlan_key) == 8, "xdpr_vlan_key layout");
 _Static_assert(sizeof(struct xdpr_nat_rule) == 56, "xdpr_nat_rule layout");
 _Static_assert(sizeof(struct xdpr_cfg) == 64, "xdpr_cfg layout");
 _Static_assert(sizeof(struct xdpr_route) == 8 + 28 * XDPR_RT_MAX_NH, "xdpr_route layout");

@@ -21,6 +21,10 @@ extern struct cli_opts opts;
 int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Each line of a library note as "warning: ..." on stderr. */
 void print_warnings(const char *note);
+/* x->info lines as "note: ..." on stderr. */
+void print_info(const char *info);
+/* xdpr_vlan_sync, and the view refreshed when it changed something: 0, or -errno with x->err. */
+int sync_vlans(struct xdpr *x);
 /*
  * xdpr_open, and under the lock (XDPR_O_LOCK) finish or undo what a killed
  * NAT command left (xdpr_nat_repair): 0, or the exit code of the one

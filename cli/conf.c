@@ -496,17 +496,26 @@ int conf_read(struct xdpr *x, struct conf *c, char *err, size_t len)
 	int n;
 
 	conf_init(c);
+	/* ports: their VLANs come with them, never in a file of their own */
 	for (int i = 0; i < x->nlinks; i++) {
-		snprintf(c->link[i].name, sizeof(c->link[i].name), "%s", x->links[i].name);
-		c->link[i].mode = x->links[i].mode;
-		c->link[i].force = x->links[i].forced;
+		struct conf_link *l = &c->link[c->nlink];
+
+		if (x->links[i].parent)
+			continue;
+		snprintf(l->name, sizeof(l->name), "%s", x->links[i].name);
+		l->mode = x->links[i].mode;
+		l->force = x->links[i].forced;
+		c->nlink++;
 	}
-	c->nlink = x->nlinks;
 	if (!x->nlinks)
 		return 0;
 	/* gone interfaces were attached and are expected back: saved by name */
 	for (int i = 0; i < x->ngone && c->nlink < XDPR_MAX_IFACES; i++) {
-		struct conf_link *l = &c->link[c->nlink++];
+		struct conf_link *l;
+
+		if (x->gone[i].vlan)
+			continue;
+		l = &c->link[c->nlink++];
 
 		snprintf(l->name, sizeof(l->name), "%s", x->gone[i].name);
 		l->mode = x->gone[i].mode;
@@ -1118,6 +1127,8 @@ int do_restore(int argc, char **argv)
 	ret = xdpr_open(&x, XDPR_O_LOCK);
 	if (!ret) /* finish or undo what a killed command left */
 		ret = xdpr_nat_repair(&x, NULL, 0);
+	if (!ret) /* the VLANs as the kernel has them: rules may name them */
+		ret = sync_vlans(&x);
 	if (ret && ret != -ENOENT) {
 		xdpr_close(&x);
 		conf_free(&c);

@@ -13,6 +13,9 @@ static void link_usage(void)
 		"Usage: xdpr link attach DEV [DEV ...] [mode {native|skb}] [force]\n"
 		"       xdpr link detach { DEV [DEV ...] | all } [force]\n"
 		"       xdpr link show [DEV]\n"
+		"       xdpr link sync\n"
+		"A port's 802.1Q VLANs come with it: attach the port; \"link sync\" enrols VLANs\n"
+		"       created (and takes out those deleted) since, as xdprd does at once\n"
 		"attach ... force: replace another XDP program on DEV, and attach although\n"
 		"       netfilter has forward rules (nftables, iptables) or ingress/egress\n"
 		"       chains on DEV, which packets forwarded by XDP bypass\n"
@@ -161,7 +164,7 @@ int attach_guard(struct xdpr *x, char *const *adevs, int nadev, bool force,
 
 static int link_attach(int argc, char **argv)
 {
-	static struct xdpr x;
+	static struct xdpr x, view;
 	static struct xdpr_attach_info info;
 	static struct xdpr_nf_report nf;
 	struct attach_args a;
@@ -189,6 +192,9 @@ static int link_attach(int argc, char **argv)
 	if (ret)
 		return fail(EXIT_FAIL, "%s", x.err);
 	print_warnings(x.note);
+	/* the view with the new ports, for their VLANs (x.err/note are kept above) */
+	if (xdpr_open(&view, 0))
+		view.nlinks = 0;
 	if (nf.total) { /* attached with force: say what is bypassed */
 		bypass_list(&nf, list, sizeof(list));
 		snprintf(warn, sizeof(warn), "packets forwarded by XDP bypass %s: %s", nf_hooks(&nf),
@@ -213,6 +219,25 @@ static int link_attach(int argc, char **argv)
 		for (int k = 0; k < nf.n; k++)
 			out_str(NULL, NULL, nf.f[k].what);
 		out_arr_close();
+		out_bool("rx_vlan_offload_turned_off", NULL, info.dev[i].rxvlan_off);
+		if (info.dev[i].rxvlan_off)
+			out_text(", receive VLAN offload turned off (on again at detach)");
+		out_bool("rx_vlan_offload_stuck", NULL, info.dev[i].rxvlan_stuck);
+		if (info.dev[i].rxvlan_stuck)
+			out_text(", receive VLAN offload stays on (cannot be turned off: VLAN frames "
+				 "arrive untagged and are routed as %s's)", info.dev[i].name);
+		{
+			const struct xdpr_link *p = xdpr_link_find(&view, info.dev[i].name);
+			int nv = 0;
+
+			out_arr_open("vlans");
+			for (int k = 0; p && k < view.nlinks; k++)
+				if (view.links[k].parent == p->ifindex) {
+					out_str(NULL, nv ? ", %s" : ", VLANs %s", view.links[k].name);
+					nv++;
+				}
+			out_arr_close();
+		}
 		out_text("\n");
 		if (info.dev[i].xmit == XDPR_XMIT_NO && a.mode == XDPR_MODE_NATIVE)
 			out_text("  note: the %s driver cannot transmit XDP frames now: traffic routed "
@@ -223,6 +248,7 @@ static int link_attach(int argc, char **argv)
 	}
 	out_arr_close();
 	out_flush_doc();
+	xdpr_close(&view);
 	return EXIT_OK;
 }
 
@@ -244,9 +270,10 @@ static int link_detach(int argc, char **argv)
 	return ret ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
 }
 
-static void show_one(const struct xdpr_link *l)
+static void show_one(const struct xdpr *x, const struct xdpr_link *l)
 {
 	char since[32];
+	bool rxv;
 
 	fmt_time(l->since, since, sizeof(since));
 	out_obj_open(NULL);
@@ -257,8 +284,32 @@ static void show_one(const struct xdpr_link *l)
 	out_bool("dispatcher", "%-10s  ", l->dispatcher);
 	out_bool("xdp_xmit", "%-4s  ", l->has_cfg && (l->cfg.flags & XDPR_IF_XMIT));
 	out_u64("slot", "%4llu  ", l->has_cfg ? l->cfg.slot : 0);
-	out_str("since", "%s\n", since);
+	out_str("since", "%s", since);
 	out_str("state", NULL, "attached");
+	if (l->parent) {
+		out_str("kind", NULL, "vlan");
+		out_str("parent", "  vlan %s", l->parent_name);
+		out_u64("vid", "/%llu", l->vid);
+	} else {
+		int nv = 0;
+
+		out_str("kind", NULL, "port");
+		if (!xdpr_rxvlan_get(l->name, &rxv)) {
+			out_str("rx_vlan_offload", NULL, rxv ? "on" : "off");
+			if (rxv)
+				out_text("  rx VLAN offload ON: VLAN frames arrive untagged, routed as %s's",
+					 l->name);
+		}
+		out_bool("rx_vlan_offload_by_xdpr", NULL, l->has_cfg && (l->cfg.flags & XDPR_IF_RXVLAN_OFF));
+		out_arr_open("vlans");
+		for (int k = 0; k < x->nlinks; k++)
+			if (x->links[k].parent == l->ifindex)
+				nv++, out_str(NULL, NULL, x->links[k].name);
+		out_arr_close();
+		if (nv)
+			out_text("  %d VLAN%s", nv, nv > 1 ? "s" : "");
+	}
+	out_text("\n");
 	out_obj_close();
 }
 
@@ -294,9 +345,17 @@ static int link_show(int argc, char **argv)
 	if (x.nlinks || x.ngone)
 		out_text("%-15s %7s  %-6s  %7s  %-10s  %-4s  %4s  %s\n", "DEV", "IFINDEX", "MODE",
 			 "PROG", "DISPATCHER", "XMIT", "SLOT", "SINCE");
-	for (int i = 0; i < x.nlinks; i++)
+	/* ports, each followed by its VLANs */
+	for (int i = 0; i < x.nlinks; i++) {
+		if (x.links[i].parent)
+			continue;
 		if (!dev || !strcmp(dev, x.links[i].name))
-			show_one(&x.links[i]);
+			show_one(&x, &x.links[i]);
+		for (int k = 0; k < x.nlinks; k++)
+			if (x.links[k].parent == x.links[i].ifindex &&
+			    (!dev || !strcmp(dev, x.links[k].name)))
+				show_one(&x, &x.links[k]);
+	}
 	/* attached once and not there now: kept (with counters) until back or detached */
 	for (int i = 0; i < x.ngone; i++) {
 		const struct xdpr_gone *g = &x.gone[i];
@@ -311,7 +370,11 @@ static int link_show(int argc, char **argv)
 		out_u64("slot", "%4llu  ", g->slot);
 		out_str("state", "%s", "gone");
 		out_bool("recreated", NULL, g->recreated);
-		if (g->recreated)
+		out_str("kind", NULL, g->vlan ? "vlan" : "port");
+		if (g->vlan)
+			out_text(" (VLAN deleted: back on an attached port, it continues its counters; "
+				 "\"xdpr link detach %s\" forgets it)\n", g->name);
+		else if (g->recreated)
 			out_text(" (re-created, not attached: \"xdpr link attach %s\" continues its "
 				 "counters, \"xdpr link detach %s\" forgets it)\n", g->name, g->name);
 		else
@@ -325,6 +388,46 @@ static int link_show(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* VLANs as the kernel has them now, and the MACs: what xdprd does on every link event. */
+static int link_sync(int argc, char **argv)
+{
+	static struct xdpr x;
+	int ret, macs;
+
+	(void)argv;
+	if (argc)
+		return fail(EXIT_USAGE, "\"link sync\" takes no arguments");
+	ret = xdpr_open(&x, XDPR_O_LOCK);
+	if (ret) {
+		xdpr_close(&x);
+		return fail(EXIT_FAIL, "%s", x.err);
+	}
+	ret = xdpr_vlan_sync(&x);
+	macs = ret < 0 ? 0 : xdpr_link_sync(&x);
+	xdpr_close(&x);
+	if (ret < 0 || macs < 0)
+		return fail(EXIT_FAIL, "%s", x.err);
+	print_warnings(x.note);
+	out_obj_open(NULL);
+	out_u64("changes", NULL, ret + macs);
+	out_arr_open("what");
+	for (const char *p = x.info, *nl; *p; p = nl ? nl + 1 : p + strlen(p)) {
+		char line[256];
+
+		nl = strchr(p, '\n');
+		snprintf(line, sizeof(line), "%.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+		out_str(NULL, "%s\n", line);
+	}
+	out_arr_close();
+	if (macs)
+		out_text("%d MAC address%s written again\n", macs, macs > 1 ? "es" : "");
+	if (!ret && !macs)
+		out_text("nothing to change\n");
+	out_obj_close();
+	out_flush_doc();
+	return EXIT_OK;
+}
+
 int do_link(int argc, char **argv)
 {
 	if (argc < 1 || !strcmp(argv[0], "show") || !strcmp(argv[0], "list"))
@@ -333,6 +436,8 @@ int do_link(int argc, char **argv)
 		return link_attach(argc - 1, argv + 1);
 	if (!strcmp(argv[0], "detach"))
 		return link_detach(argc - 1, argv + 1);
+	if (!strcmp(argv[0], "sync"))
+		return link_sync(argc - 1, argv + 1);
 	if (!strcmp(argv[0], "help")) {
 		link_usage();
 		return EXIT_OK;

@@ -42,13 +42,45 @@ void print_warnings(const char *note)
 	}
 }
 
+void print_info(const char *info)
+{
+	const char *nl;
+
+	fflush(stdout);
+	for (; info && *info; info = nl ? nl + 1 : info + strlen(info)) {
+		nl = strchr(info, '\n');
+		fprintf(stderr, "note: %.*s\n", nl ? (int)(nl - info) : (int)strlen(info), info);
+	}
+}
+
+int sync_vlans(struct xdpr *x)
+{
+	static char note[sizeof(x->note)], info[sizeof(x->info)];
+	int n = xdpr_vlan_sync(x);
+
+	if (n > 0) { /* the view with the VLANs as they are now (xdpr_open clears x) */
+		memcpy(note, x->note, sizeof(note));
+		memcpy(info, x->info, sizeof(info));
+		n = xdpr_refresh(x);
+		memcpy(x->note, note, sizeof(note));
+		memcpy(x->info, info, sizeof(info));
+	}
+	return n;
+}
+
 int open_router(struct xdpr *x, unsigned int flags)
 {
 	int err = xdpr_open(x, flags);
 
-	/* under the lock: finish or undo what a killed command left */
+	/* under the lock: finish or undo what a killed command left, VLANs as the kernel has them */
 	if (!err && (flags & XDPR_O_LOCK))
 		err = xdpr_nat_repair(x, NULL, 0);
+	if (!err && (flags & XDPR_O_LOCK)) {
+		err = sync_vlans(x);
+		print_warnings(x->note);
+		print_info(x->info);
+		x->note[0] = x->info[0] = 0;
+	}
 	if (err) {
 		xdpr_close(x);
 		return fail(EXIT_FAIL, "%s", x->err);

@@ -298,7 +298,7 @@ static int apply(const char *why)
 #define MAX_PEND 64
 #define MAX_GONE_NEIGH 256
 static struct {
-	bool local, macs, neigh, all;
+	bool local, macs, neigh, all, vlans;
 	int nlinks;
 	char links[MAX_PEND][IF_NAMESIZE]; /* configured devices that appeared */
 	int nneigh;
@@ -361,6 +361,7 @@ static int nl_cb(const struct nlmsghdr *nlh, void *data)
 			break;
 		name = mnl_attr_get_str(tb[IFLA_IFNAME]);
 		pend.macs = true; /* cheap: only changed MACs are written */
+		pend.vlans = true; /* a VLAN created, up, down, its QoS maps; a port's offload */
 		arm();
 		if (!link_changed(name, ifm->ifi_index))
 			break; /* not the file's, or the same device (an attach, a detach, a MAC change) */
@@ -379,6 +380,7 @@ static int nl_cb(const struct nlmsghdr *nlh, void *data)
 	case RTM_DELLINK:
 		d.events[EV_LINK]++;
 		pend.local = true;
+		pend.vlans = true;
 		arm();
 		break;
 	case RTM_DELNEIGH: {
@@ -513,6 +515,15 @@ static int neigh_route(const struct xdpr_route_info *ri, void *arg)
 	return 0;
 }
 
+/* Each line of text as one log message. */
+static void log_lines(int prio, const char *text)
+{
+	for (const char *p = text, *nl; p && *p; p = nl ? nl + 1 : p + strlen(p)) {
+		nl = strchr(p, '\n');
+		logm(prio, "%.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+	}
+}
+
 static void follow(void)
 {
 	static struct xdpr x;
@@ -526,6 +537,17 @@ static void follow(void)
 	if (open_locked(&x, err, sizeof(err))) {
 		logm(LOG_ERR, "following the kernel: %s", err);
 		return;
+	}
+	/* VLANs first: a re-created device's routes may go through one */
+	if (x.nlinks && pend.vlans) {
+		n = xdpr_vlan_sync(&x);
+		log_lines(LOG_WARNING, x.note);
+		log_lines(LOG_INFO, x.info);
+		if (n < 0)
+			logm(LOG_ERR, "VLANs: %s", x.err);
+		else if (n && xdpr_refresh(&x))
+			logm(LOG_ERR, "VLANs: %s", x.err);
+		x.note[0] = x.info[0] = 0;
 	}
 	if ((pend.nlinks || pend.all) && d.config_ok && !parse_text(&c, err, sizeof(err))) {
 		if (pend.all) {

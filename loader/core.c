@@ -44,7 +44,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_FLT_LPM4] = XDPR_MAP_FLT_LPM4, [XM_FLT_LPM6] = XDPR_MAP_FLT_LPM6,
 	[XM_FLT_IF] = XDPR_MAP_FLT_IF,     [XM_FLT_HDR] = XDPR_MAP_FLT_HDR,
 	[XM_FLT_STATS] = XDPR_MAP_FLT_STATS, [XM_FLOWS] = XDPR_MAP_FLOWS,
-	[XM_FLT_FRAGS] = XDPR_MAP_FRAGS,
+	[XM_FLT_FRAGS] = XDPR_MAP_FRAGS,   [XM_VLANS] = XDPR_MAP_VLANS,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 	[XM_SLOTS] = "xdpr_slot_names",
 };
@@ -550,6 +550,34 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		    !bpf_map_lookup_elem(x->fd[XM_SINCE], &l->cfg.slot, &t) && t)
 			l->since = t;
 	}
+	/* the VLANs of those ports: their settings say so (xdpr_vlan_sync keeps them) */
+	for (__u32 key, *prev = NULL, n = x->nlinks; x->fd[XM_IFACES] >= 0 && x->nlinks < XDPR_MAX_IFACES &&
+	     !bpf_map_get_next_key(x->fd[XM_IFACES], prev, &key); prev = &key) {
+		struct xdpr_link *l = &x->links[x->nlinks], *port = NULL;
+		__u64 t = 0;
+
+		memset(l, 0, sizeof(*l));
+		if (bpf_map_lookup_elem(x->fd[XM_IFACES], &key, &l->cfg) || !(l->cfg.flags & XDPR_IF_VLAN) ||
+		    !if_indextoname(key, l->name))
+			continue;
+		for (__u32 i = 0; i < n && !port; i++)
+			if (x->links[i].ifindex == l->cfg.parent)
+				port = &x->links[i];
+		if (!port)
+			continue; /* its port is not attached (any more): the next sync takes it out */
+		l->ifindex = key;
+		l->has_cfg = true;
+		l->mode = port->mode;
+		l->prog_id = port->prog_id;
+		l->dispatcher = port->dispatcher;
+		l->since = port->since;
+		l->parent = port->ifindex;
+		l->vid = l->cfg.vid;
+		memcpy(l->parent_name, port->name, sizeof(l->parent_name));
+		if (x->fd[XM_SINCE] >= 0 && !bpf_map_lookup_elem(x->fd[XM_SINCE], &l->cfg.slot, &t) && t)
+			l->since = t;
+		x->nlinks++;
+	}
 	/* slots named for an interface that is not attached now: gone, or re-created */
 	for (__u32 slot = 1; slot < XDPR_MAX_IFACES && x->fd[XM_SLOTS] >= 0; slot++) {
 		struct xdpr_slot_name sn;
@@ -573,6 +601,8 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		g->forced = sn.mode & XDPR_SLOT_FORCED;
 		g->slot = slot;
 		g->recreated = if_nametoindex(sn.name) != 0;
+		g->vlan = sn.mode & XDPR_SLOT_VLAN;
+		g->parent = sn.parent;
 	}
 	for (int m = 0; m < XM_MAX && x->nlinks; m++)
 		if (x->fd[m] < 0 && !map_optional(m)) {

@@ -7,7 +7,8 @@
  * program instance), helper programs run on those maps, and the libxdp /
  * libbpf message capture.  Every call goes down this list, never up:
  *
- *     loader.c   attach, detach            filter.c, nat.c, route.c, core.c, leaves
+ *     loader.c   attach, detach            vlan.c, filter.c, nat.c, route.c, core.c, leaves
+ *     vlan.c     VLANs of attached ports   filter.c, nat.c, route.c, core.c, leaves
  *     filter.c   the filter, sets          nat.c, core.c
  *     route.c    the route map             rtindex.c, nat.c, core.c, leaves
  *     nat_tab.c  NAT tables' size, memory  nat.c, core.c
@@ -16,6 +17,7 @@
  *     rtindex.c  route lookup index        core.c
  *     core.c     state, maps, errors       nothing of the library
  *     netdev.c   netlink probes, neighbours  (leaves: they use nothing)
+ *     vlandev.c  VLAN devices, rx offload
  *     reasons.c  names of reasons and modes
  *     nfguard.c  netfilter rules XDP would bypass
  * (selftests/unit/layers.t checks this table against the objects.)

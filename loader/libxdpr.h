@@ -41,7 +41,37 @@ struct xdpr_link {
 	bool forced;        /* attached with XDPR_F_FORCE */
 	struct xdpr_iface cfg;
 	bool has_cfg;       /* cfg read from xdpr_ifaces */
+	/*
+	 * A VLAN of an attached port (cfg.flags & XDPR_IF_VLAN): no program of
+	 * its own (mode, prog_id, dispatcher are its port's), it comes and
+	 * goes with its port (xdpr_vlan_sync).
+	 */
+	__u32 parent;       /* its port's ifindex, 0: a port */
+	__u16 vid;
+	char parent_name[IF_NAMESIZE];
 };
+
+/* A VLAN device of the namespace, as rtnetlink describes it (vlandev.c). */
+struct xdpr_vlan_dev {
+	char name[IF_NAMESIZE];
+	__u32 ifindex;
+	__u32 parent;       /* its port (IFLA_LINK) */
+	__u16 vid;
+	bool up;
+	bool dot1q;         /* 802.1Q; 802.1ad VLANs are left to the kernel */
+	bool other_ns;      /* its port is in another network namespace */
+	__u8 mac[6];
+	__u8 in_prio[8];    /* ingress-qos-map: PCP -> priority (16: above 15) */
+	__u8 pcp[17];       /* egress-qos-map: priority 0..15 -> PCP ([16]: 0) */
+};
+
+/* Every VLAN device of the namespace: a malloc'd array, its length, or -errno. */
+int xdpr_vlan_devs(struct xdpr_vlan_dev **out);
+/* Is name a VLAN device?  1 (and *v), 0, or -errno. */
+int xdpr_vlan_of(const char *name, struct xdpr_vlan_dev *v);
+/* Receive VLAN offload (ethtool rxvlan); set: -EOPNOTSUPP when the driver keeps it. */
+int xdpr_rxvlan_get(const char *dev, bool *on);
+int xdpr_rxvlan_set(const char *dev, bool on);
 
 /*
  * The maps every program instance shares (names in xdpr_shared.h), and the
@@ -55,7 +85,7 @@ enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
 	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS,
 	XM_FLT_WORD, XM_FLT_DESC, XM_FLT_VAL, XM_FLT_RULE, XM_FLT_LPM4, XM_FLT_LPM6, XM_FLT_IF,
-	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS,
+	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS, XM_VLANS,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
 };
@@ -73,15 +103,20 @@ struct xdpr_gone {
 	__u32 slot;
 	bool recreated;     /* a device of that name exists again */
 	bool forced;        /* it was attached with XDPR_F_FORCE */
+	bool vlan;          /* a VLAN of a port (deleted): back on an attached port, it
+	                       continues its counters */
+	__u32 parent;       /* a VLAN's port, as it was */
 };
 
 /* XM_SLOTS values: which interface a counter slot belongs to. */
 struct xdpr_slot_name {
 	char name[IF_NAMESIZE];
 	__u32 ifindex;
-	__u32 mode;         /* enum xdpr_mode, | XDPR_SLOT_FORCED */
+	__u32 mode;         /* enum xdpr_mode, | XDPR_SLOT_FORCED, | XDPR_SLOT_VLAN */
+	__u32 parent;       /* XDPR_SLOT_VLAN: the VLAN's port */
 };
 #define XDPR_SLOT_FORCED 0x100u /* attached with "force" (xdpr save says so) */
+#define XDPR_SLOT_VLAN   0x200u /* a VLAN of a port, not attached on its own */
 
 struct xdpr {
 	int fd[XM_MAX];     /* -1 until found or created */
@@ -92,6 +127,7 @@ struct xdpr {
 	struct xdpr_gone gone[XDPR_MAX_IFACES];
 	char err[512];
 	char note[512];     /* warnings worth showing after a successful change, one a line */
+	char info[2048];    /* what a change did besides, one a line (VLANs enrolled, ...) */
 };
 
 #define XDPR_F_FORCE 1u /* replace a foreign XDP program */
@@ -107,6 +143,8 @@ struct xdpr_attach_info {
 		char why[128];           /* libxdp's reason for not using its dispatcher */
 		bool replaced_foreign;   /* force removed another program */
 		enum xdpr_xmit xmit;
+		bool rxvlan_off;         /* receive VLAN offload was on: xdpr turned it off */
+		bool rxvlan_stuck;       /* it is on and cannot be turned off (attached with force) */
 	} dev[XDPR_MAX_IFACES];
 };
 
@@ -135,6 +173,17 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
  * (ip link set DEV address ...): how many changed, or -errno with x->err.
  */
 int xdpr_link_sync(struct xdpr *x);
+/*
+ * The VLANs of the attached ports as the kernel has them now: 802.1Q VLAN
+ * devices of a port are enrolled (own settings and counters, frames of
+ * their VID routed as theirs), changed ones (MAC, QoS maps, up or down)
+ * written again, deleted ones and those of detached ports taken out; NAT
+ * rules waiting for a new VLAN's name are bound.  Ports whose receive VLAN
+ * offload xdpr turned off and someone turned on again get it off again.
+ * Hold the lock.  What changed goes to x->info, a line each (warnings to
+ * x->note); returns how many changes, or -errno with x->err.
+ */
+int xdpr_vlan_sync(struct xdpr *x);
 
 /* Find a link by name; NULL if that interface is not attached. */
 const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name);

@@ -231,8 +231,53 @@ struct pending {
 	bool replaced;              /* ours replaced foreign[0] in one step */
 	bool keep_counters;         /* the slot of a gone interface of this name, reused */
 	bool forced;                /* XDPR_F_FORCE: recorded with its slot's name */
+	bool rxvlan_on;             /* receive VLAN offload on before the attach */
 	struct xdpr_iface cfg;
 };
+
+/*
+ * Receive VLAN offload off before the program goes on: a NIC that strips
+ * tags (igb, e1000e, ... whenever the feature is on) hands XDP the frame of
+ * a VLAN as an untagged one, which would be routed as the port's.  Refused
+ * when it cannot be turned off, unless "force".
+ */
+static int rxvlan_off(struct xdpr *x, struct pending *pd, const char *name, bool *off, bool *stuck)
+{
+	int err;
+
+	if (!pd->rxvlan_on)
+		return 0;
+	err = xdpr_rxvlan_set(name, false);
+	if (!err) {
+		*off = true;
+		return 0;
+	}
+	pd->cfg.flags &= ~XDPR_IF_RXVLAN_OFF; /* nothing to put back (the last write says so) */
+	if (pd->forced) {
+		*stuck = true;
+		return 0;
+	}
+	seterr(x, "\"%s\" strips VLAN tags in hardware (receive VLAN offload) and it cannot be "
+		  "turned off (%s): a tagged frame would reach XDP untagged and be routed as "
+		  "\"%s\"'s; use \"force\" to attach anyway", name, strerror(-err), name);
+	return err;
+}
+
+/* The offload back on, where xdpr turned it off (cfg says so); best effort, noted. */
+static void rxvlan_restore(struct xdpr *x, const struct xdpr_iface *cfg, const char *name)
+{
+	char line[160];
+	int err;
+
+	if (!(cfg->flags & XDPR_IF_RXVLAN_OFF))
+		return;
+	err = xdpr_rxvlan_set(name, true);
+	if (err && err != -ENODEV) {
+		snprintf(line, sizeof(line), "%s: cannot turn receive VLAN offload on again: %s", name,
+			 strerror(-err));
+		add_note(x, line);
+	}
+}
 
 static __u32 mode_flags(enum xdp_attach_mode m)
 {
@@ -479,14 +524,17 @@ static int take_back(struct xdpr *x, struct shared *sh, struct pending *pd, cons
 
 	if (!pd->replaced) {
 		err = detach_one(x, pd->ifindex, name);
+		if (!err)
+			rxvlan_restore(x, &pd->cfg, name);
 		return err ? err : restore_foreign(pd, pd->nforeign);
 	}
 	bpf_map_delete_elem(x->fd[XM_TX], &pd->ifindex);
 	err = bpf_xdp_attach(pd->ifindex, pd->foreign[0].fd, pd->foreign[0].flags | XDP_FLAGS_REPLACE,
 			     &o);
-	if (!err)
+	if (!err) {
 		bpf_map_delete_elem(x->fd[XM_IFACES], &pd->ifindex);
-	else /* ours stays: a redirect target again */
+		rxvlan_restore(x, &pd->cfg, name);
+	} else /* ours stays: a redirect target again */
 		bpf_map_update_elem(x->fd[XM_TX], &pd->ifindex, &pd->ifindex, BPF_ANY);
 	return err;
 }
@@ -494,7 +542,7 @@ static int take_back(struct xdpr *x, struct shared *sh, struct pending *pd, cons
 /* Attach the shared program to one interface and register it in the maps. */
 static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struct pending *pd,
 		      enum xdpr_mode mode, bool *dispatcher, char *why, size_t whylen,
-		      enum xdpr_xmit *xmit)
+		      enum xdpr_xmit *xmit, bool *rxv_off, bool *rxv_stuck)
 {
 	struct xdp_multiprog *mp;
 	__u32 key = pd->ifindex;
@@ -510,6 +558,9 @@ static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struc
 	 * transmit target), so that every frame it sees is counted on its
 	 * interface, none on the "(unattached)" slot.
 	 */
+	/* the offload's change is recorded before it is made: a detach then puts it back */
+	if (pd->rxvlan_on)
+		pd->cfg.flags |= XDPR_IF_RXVLAN_OFF;
 	{
 		struct xdpr_iface early = pd->cfg;
 
@@ -520,9 +571,15 @@ static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struc
 			return err;
 		}
 	}
+	err = rxvlan_off(x, pd, name, rxv_off, rxv_stuck);
+	if (err) {
+		bpf_map_delete_elem(x->fd[XM_IFACES], &key);
+		return err;
+	}
 	err = put_prog(x, sh, pd, name, mode);
 	if (err) {
 		bpf_map_delete_elem(x->fd[XM_IFACES], &key);
+		rxvlan_restore(x, &pd->cfg, name);
 		return err;
 	}
 	xdpr_since_set(x, xdp_program__fd(sh->prog), pd->slot);
@@ -607,6 +664,18 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 				err = -EINVAL;
 				goto out;
 			}
+		{
+			struct xdpr_vlan_dev vd;
+			char port[IF_NAMESIZE] = "?";
+
+			if (xdpr_vlan_of(ifnames[i], &vd) == 1) {
+				if_indextoname(vd.parent, port);
+				seterr(x, "\"%s\" is a VLAN of \"%s\": attach \"%s\", its VLANs come "
+					  "with it", ifnames[i], port, port);
+				err = -EINVAL;
+				goto out;
+			}
+		}
 		if (xdpr_link_find(x, ifnames[i])) {
 			seterr(x, "xdpr is already attached to \"%s\"", ifnames[i]);
 			err = -EEXIST;
@@ -635,6 +704,8 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		}
 		pd[i].slot = 0;
 		pd[i].forced = flags & XDPR_F_FORCE;
+		if (xdpr_rxvlan_get(ifnames[i], &pd[i].rxvlan_on))
+			pd[i].rxvlan_on = false; /* no ethtool flags: nothing strips tags */
 		for (int g = 0; g < x->ngone; g++) /* the same name again: its counters go on */
 			if (!strcmp(x->gone[g].name, ifnames[i])) {
 				pd[i].slot = x->gone[g].slot;
@@ -665,7 +736,8 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		if (!err)
 			err = attach_one(x, &sh, ifnames[done], &pd[done], mode,
 					 &info->dev[done].dispatcher, info->dev[done].why,
-					 sizeof(info->dev[done].why), &info->dev[done].xmit);
+					 sizeof(info->dev[done].why), &info->dev[done].xmit,
+					 &info->dev[done].rxvlan_off, &info->dev[done].rxvlan_stuck);
 		if (err)
 			break;
 		info->n++;
@@ -684,6 +756,9 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		xdpr_local_sync(x);
 		/* the filter's maps bound to the program, its device names resolved again */
 		if (xdpr_flt_relink(x, ifnames, n))
+			add_note(x, x->err);
+		/* their VLANs come with them (a failure leaves the ports attached: link sync) */
+		if (xdpr_vlan_sync(x) < 0)
 			add_note(x, x->err);
 		sync_pins(x, true);
 		goto out;
@@ -738,13 +813,20 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 	xdpr_quiet_libs();
 	if (n == 0) {
 		for (int i = 0; i < x->nlinks; i++)
-			todo[cnt++] = &x->links[i];
+			if (!x->links[i].parent)
+				todo[cnt++] = &x->links[i];
 	}
 	int forgot = 0;
 
 	for (int i = 0; i < n; i++) {
 		const struct xdpr_link *l = xdpr_link_find(x, ifnames[i]);
 		bool gone = false;
+
+		if (l && l->parent) {
+			seterr(x, "\"%s\" is a VLAN of \"%s\": detach \"%s\", its VLANs go with it",
+			       l->name, l->parent_name, l->parent_name);
+			return -EINVAL;
+		}
 
 		for (int g = 0; g < x->ngone && !l; g++)
 			gone |= !strcmp(x->gone[g].name, ifnames[i]);
@@ -761,6 +843,11 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 		}
 		todo[cnt++] = l;
 	}
+	/* the VLANs of those ports go with them */
+	for (int i = 0, ports = cnt; i < x->nlinks; i++)
+		for (int k = 0; k < ports && x->links[i].parent; k++)
+			if (x->links[i].parent == todo[k]->ifindex && cnt < XDPR_MAX_IFACES)
+				todo[cnt++] = &x->links[i];
 	/* NAT rules on an interface: without xdpr there, its traffic would leave untranslated. */
 	for (int i = 0; i < cnt; i++) {
 		const struct xdpr_link *l = todo[i];
@@ -781,8 +868,9 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 	 * so that one detached here can be put back when a later one fails.
 	 */
 	for (int i = 0; i < cnt; i++)
-		prog[i] = bpf_prog_get_fd_by_id(todo[i]->prog_id);
-	for (off = 0; off < cnt && !err; off++)
+		prog[i] = todo[i]->parent ? -1 : bpf_prog_get_fd_by_id(todo[i]->prog_id);
+	/* ports only (the VLANs follow them in todo): a VLAN has no program to take off */
+	for (off = 0; off < cnt && !todo[off]->parent && !err; off++)
 		err = unplug(x, todo[off]->ifindex, todo[off]->name);
 	if (err) {
 		/* our program vanished from it meanwhile: nothing counts on its settings */
@@ -817,16 +905,32 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 		}
 	}
 	for (int i = 0; i < cnt && x->fd[XM_IFACES] >= 0; i++) {
+		if (todo[i]->parent && x->fd[XM_VLANS] >= 0) { /* its VID entry before its settings */
+			struct xdpr_vlan_key k = { .ifindex = todo[i]->parent, .vid = todo[i]->vid };
+
+			bpf_map_delete_elem(x->fd[XM_VLANS], &k);
+		}
 		if (todo[i]->has_cfg && x->fd[XM_SLOTS] >= 0)
 			xdpr_slot_name_set(x, -1, todo[i]->cfg.slot, NULL, 0, 0);
 		bpf_map_delete_elem(x->fd[XM_IFACES], &todo[i]->ifindex);
+		if (!todo[i]->parent && todo[i]->has_cfg)
+			rxvlan_restore(x, &todo[i]->cfg, todo[i]->name);
 	}
-	/* gone interfaces named (or every one, for "all"): their slots are free again */
+	/*
+	 * Gone interfaces named (or every one, for "all"), and deleted VLANs of
+	 * the ports detached: their slots are free again.
+	 */
 	for (int g = 0; g < x->ngone && x->fd[XM_SLOTS] >= 0; g++) {
 		bool named = n == 0;
 
 		for (int i = 0; i < n; i++)
 			named |= !strcmp(x->gone[g].name, ifnames[i]);
+		for (int i = 0; i < cnt && x->gone[g].vlan; i++)
+			named |= !todo[i]->parent && x->gone[g].parent == todo[i]->ifindex;
+		for (int i = 0; i < x->ngone && x->gone[g].vlan; i++) /* of a gone port forgotten */
+			for (int k = 0; k < n; k++)
+				named |= !x->gone[i].vlan && !strcmp(x->gone[i].name, ifnames[k]) &&
+					 x->gone[g].parent == x->gone[i].old_ifindex;
 		if (named)
 			xdpr_slot_name_set(x, -1, x->gone[g].slot, NULL, 0, 0);
 	}

@@ -8,7 +8,7 @@ static const struct {
 } reasons[XDPR_REASON_MAX] = {
 	[XDPR_FWD]                   = { "forwarded",        "redirected to the egress interface in XDP" },
 	[XDPR_PASS_NOT_IP]           = { "pass_not_ip",      "not IPv4/IPv6 (ARP, LLDP, ...)" },
-	[XDPR_PASS_VLAN]             = { "pass_vlan",        "VLAN-tagged frame" },
+	[XDPR_PASS_VLAN]             = { "pass_vlan",        "802.1Q tag of no attached VLAN (unknown VID, VID 0, VLAN down)" },
 	[XDPR_PASS_L2_OTHER]         = { "pass_l2_other",    "L2 broadcast/multicast or not this interface's MAC" },
 	[XDPR_PASS_IP4_HDR_ERR]      = { "pass_ip4_hdr_err", "IPv4 version, IHL or total length invalid" },
 	[XDPR_PASS_IP4_CSUM]         = { "pass_ip4_csum",    "IPv4 header checksum invalid" },
@@ -52,6 +52,8 @@ static const struct {
 	[XDPR_DROP_FILTER_HDR]       = { "drop_filter_hdr",  "filter: cannot be classified (tiny first fragment, IPv6 header chain too long)" },
 	[XDPR_DROP_FILTER_REJECT_LIMIT] = { "drop_filter_reject_limit", "filter: a reject rule matched, answer over its rate limit" },
 	[XDPR_TX_FILTER_REJECT]      = { "tx_filter_reject", "filter: a reject rule matched, TCP RST or ICMP prohibited sent back" },
+	[XDPR_PASS_VLAN_QINQ]        = { "pass_vlan_qinq",   "802.1ad outer tag or stacked VLAN tags" },
+	[XDPR_DROP_VLAN_PUSH]        = { "drop_vlan_push",   "no headroom to put the egress VLAN tag on" },
 };
 
 const char *xdpr_reason_name(int r)

@@ -339,7 +339,7 @@ static const struct tcase cases[] = {
 	/* L2 */
 	{ "arp -> pass_not_ip", .mut = mut_arp, R(PASS_NOT_IP) },
 	{ "802.1Q tag -> pass_vlan", TO4, .mut = mut_vlan, R(PASS_VLAN) },
-	{ "802.1ad + 802.1Q tags -> pass_vlan", TO4, .mut = mut_qinq, R(PASS_VLAN) },
+	{ "802.1ad + 802.1Q tags -> pass_vlan_qinq", TO4, .mut = mut_qinq, R(PASS_VLAN_QINQ) },
 	{ "truncated 802.1Q tag -> drop_short", TO4, .mut = mut_vlan_short, R(DROP_SHORT) },
 	{ "802.1ad tag + truncated inner tag -> drop_short", TO4, .mut = mut_qinq_short,
 	  R(DROP_SHORT) },
