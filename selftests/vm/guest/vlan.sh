@@ -249,14 +249,15 @@ attach_igb() {
 	pass "link attach $IGB0 $IGB1 ($NV VLANs on $IGB0, rx-vlan-offload $1)"
 	diag "$OUT"
 	[ -n "$ERR" ] && diag "stderr: $ERR"
-	case "$OUT$ERR" in
+	# the line of $IGB0 ($IGB1's offload may be on: its own note)
+	case "$(printf '%s\n%s\n' "$OUT" "$ERR" | grep "^$IGB0:")" in
 	*"receive VLAN offload turned off"*) _note=yes ;;
 	*) _note=no ;;
 	esac
 	if [ "$1" = on ]; then
-		is "$_note" yes "attach says \"receive VLAN offload turned off\" (it was on)"
+		is "$_note" yes "attach says \"receive VLAN offload turned off\" for $IGB0 (it was on)"
 	else
-		is "$_note" no "attach says nothing of receive VLAN offload (it was off)"
+		is "$_note" no "attach says nothing of receive VLAN offload for $IGB0 (it was off)"
 	fi
 	is "$(rxvlan "$IGB0")" off "rx-vlan-offload off on $IGB0 after attach"
 	ok "igb carrier back after attach" wait_carrier "$IGB0" "$IGB1"
@@ -486,12 +487,20 @@ is "$(rxvlan "$IGB0")" off "round B: rx-vlan-offload off on $IGB0 before attach"
 xdpr_mode && attach_igb off
 core "B (offload off)" 2
 
+# sync_says DEV: the output of the last "xdpr link sync" names the change of DEV
+sync_says() {
+	case "$OUT" in
+	*"$1"*) pass "link sync says what it changed: $(echo "$OUT" | head -n 1)" ;;
+	*) fail "link sync says what it changed ($1)"; diag "stdout: '$OUT'"; diag "stderr: '$ERR'" ;;
+	esac
+}
+
 # ---- VLANs deleted, added, downed and upped after attach (index 200 is
 # VID 300, 201 is VID 301)
 $IP link del "$IGB0.300"
 if xdpr_mode; then
 	cli_ok "link sync after ip link del $IGB0.300" link sync
-	diag "$OUT"
+	sync_says "$IGB0.300"
 	# forgotten, or listed as gone (as a deleted port is) until it is back
 	is "$(lshow "[.[] | select(.dev == \"$IGB0.300\") | .state // \"\"] | if length == 0 then \"forgotten\"
 		elif .[0] == \"gone\" then \"forgotten\" else .[0] end")" forgotten \
@@ -523,6 +532,7 @@ xdpr_mode && grew "VLAN 300 added back: forwarded in XDP" "$a" "$IGB0.300" forwa
 $IP link set "$IGB0.301" down
 if xdpr_mode; then
 	cli_ok "link sync after ip link set $IGB0.301 down" link sync
+	sync_says "$IGB0.301"
 	p=$(ctr "$IGB0" pass_vlan)
 fi
 sweep "VLAN 301 down: its echo is not answered" --family 4 --mode untagged --dst 10.0.2.2 \
@@ -531,6 +541,7 @@ xdpr_mode && grew "VLAN 301 down: the frame goes to the kernel" "$p" "$IGB0" pas
 $IP link set "$IGB0.301" up
 if xdpr_mode; then
 	cli_ok "link sync after ip link set $IGB0.301 up" link sync
+	sync_says "$IGB0.301"
 	a=$(ctr "$IGB0.301" forwarded)
 fi
 sweep "VLAN 301 up again: answered, tagged right" --family 4 --mode untagged --dst 10.0.2.2 \
