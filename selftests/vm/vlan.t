@@ -24,6 +24,9 @@ kernel | xdpr) ;;
 *) bail_out "XDPR_VM_VLAN=$VLAN_MODE: want xdpr or kernel" ;;
 esac
 VM_GUEST_ENV=("VLAN_MODE=$VLAN_MODE")
+# The xdpr run takes 350-410 s in the guest here (three attaches verified
+# under emulation, 9 MB of TCP): more room than lib.sh's 480 s default.
+VM_QEMU_TIMEOUT=${XDPR_VM_TIMEOUT:-600}
 
 # ---------------------------------------------------------------- host requests
 
