@@ -1,6 +1,6 @@
 # xdpr - XDP fast-path router.  `make V=1` shows the commands.
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test test-unit test-bpf test-netns test-vm vmtest bench clean
+.PHONY: all deps demo test test-unit test-bpf test-netns test-vm vmtest bench clean fuzz
 
 BUILD   := build
 CC      ?= gcc
@@ -92,6 +92,25 @@ $(BUILD)/selftests/%: selftests/bpf/%.c $(wildcard selftests/bpf/*.h) $(BUILD)/l
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(BUILD)/libxdpr.a -o $@ $(LDLIBS)
+
+# the fuzzer's replay table shares its oracle
+$(BUILD)/selftests/test_fuzz: $(wildcard selftests/fuzz/*.h)
+
+# The libFuzzer harness (clang 14's, libclang-rt-14-dev): selftests/fuzz/.
+$(BUILD)/fuzz/xdpr_fuzz: selftests/fuzz/fuzz.c $(wildcard selftests/fuzz/*.h) $(wildcard selftests/bpf/*.h) $(BUILD)/libxdpr.a $(BUILD)/xdpr.skel.h
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) -fsanitize=fuzzer $< $(BUILD)/libxdpr.a -o $@ $(LDLIBS)
+
+# `make fuzz [FUZZ_S=seconds]`: new failures go to $(FUZZ_OUT)/failures (root; take the test lock).
+FUZZ_S   ?= 180
+FUZZ_OUT ?= $(BUILD)/fuzz
+fuzz: $(BUILD)/fuzz/xdpr_fuzz
+	$(Q)mkdir -p $(FUZZ_OUT)/corpus $(FUZZ_OUT)/failures
+	$(Q)XDPR_FUZZ_SEEDS=$(FUZZ_OUT)/corpus XDPR_FUZZ_FAILURES=$(FUZZ_OUT)/failures \
+		$(BUILD)/fuzz/xdpr_fuzz -max_total_time=$(FUZZ_S) -max_len=9600 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_OUT)/failures/ $(FUZZ_OUT)/corpus
+	$(Q)echo "failures: $$(ls $(FUZZ_OUT)/failures | grep -c '\.bin$$\|^crash-\|^timeout-\|^oom-') in $(FUZZ_OUT)/failures (keep one: copy it to selftests/fuzz/regress/)"
 
 # Set-up commands: each installs what is missing first (Debian 12, as root).
 deps:

@@ -39,7 +39,7 @@ static __always_inline int fib_reason(int rc)
  * redirect before anything in the frame is changed, so a frame that goes to
  * the kernel instead is handed over exactly as it arrived.
  */
-static __always_inline int claim_egress(const struct xdpr_iface *in, __u32 egress)
+static __always_inline int claim_egress(const struct xdpr_iface *in, __u32 egress, int tos)
 {
 	struct xdpr_iface *out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
 	struct xdpr_l2 *l2 = l2_scratch();
@@ -56,6 +56,8 @@ static __always_inline int claim_egress(const struct xdpr_iface *in, __u32 egres
 	if (bpf_redirect_map(&xdpr_tx_ports, port, XDP_PASS) != XDP_REDIRECT)
 		return XDPR_PASS_EGRESS_NOT_XDPR;
 	l2->out_vlan = port != egress ? egress : 0;
+	if (port != egress) /* the tag now, while out is at hand (nothing after changes the TOS) */
+		l2->out_tci = vlan_tci_of(out, vlan_prio(l2, tos));
 	return XDPR_FWD;
 }
 

@@ -817,11 +817,16 @@ __noinline int ip6_l4(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
+	__u32 plen;
 	__u8 nh;
 	void *pos;
 
 	if (!ctx || (void *)(ip6h + 1) > end)
 		return -1;
+	/* the chain ends within the payload length, not in what follows it (padding) */
+	plen = bpf_ntohs(ip6h->payload_len);
+	asm volatile("%0 &= 0xffff" : "+r"(plen));
+	plen += sizeof(struct ethhdr) + sizeof(*ip6h); /* from here: where the packet ends */
 	nh = ip6h->nexthdr;
 	pos = ip6h + 1;
 #pragma unroll
@@ -832,8 +837,8 @@ __noinline int ip6_l4(struct xdp_md *ctx)
 		if (pos - data > 1000)
 			return -1;
 		if (nh != 0 && nh != 43 && nh != 60 && nh != 44 && nh != 51)
-			return (__u32)nh << 16 | (__u32)(pos - data);
-		if ((void *)(h + 8) > end)
+			return pos - data > plen ? -1 : (__u32)nh << 16 | (__u32)(pos - data);
+		if ((void *)(h + 8) > end || pos - data + 8 > plen)
 			return -1;
 		if (nh == 44) {
 			/* fragment header: offset != 0 means no transport header here */

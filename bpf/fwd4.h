@@ -302,6 +302,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 			return p.reversed ? XDPR_DROP_NAT_IN_NO_ROUTE : step;
 		if (step == STEP_RT_FIB) {
 			routed = 1;
+			io.routed = 1;
 			fibrc = io.fib_rc;
 			fib_dst = io.fib_dst;
 			fib_if = io.fib_if;
@@ -353,6 +354,9 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 				return r2;
 		}
 	}
+	/* expiring here: the kernel answers it and forwards nothing, so it starts no flow */
+	if (io.flt && !io.filtered && fib_forwards(fibrc) && iph->ttl <= 1)
+		return XDPR_PASS_TTL;
 	if (io.flt && !io.filtered && fib_forwards(fibrc)) {
 		step = ip4_filter(ctx, fib, &p, &io, fibrc, flags, fib_dst, fib_if);
 		if (step >= 0)
@@ -368,7 +372,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 		return XDPR_PASS_IP4_FRAG;
 	if (iph->ttl <= 1)
 		return XDPR_PASS_TTL;
-	step = claim_egress(in, fib->ifindex);
+	step = claim_egress(in, fib->ifindex, iph->tos);
 	if (step != XDPR_FWD)
 		return step;
 
@@ -399,7 +403,8 @@ __noinline __u32 filter4_late_view(struct xdp_md *ctx)
 		return 0;
 	tot_len = bpf_ntohs(iph->tot_len);
 	asm volatile("%0 &= 0xffff" : "+r"(tot_len));
-	if (iph->ihl < 5 || (void *)iph + tot_len > end)
+	/* expiring here: the kernel answers it and forwards nothing, so it starts no flow */
+	if (iph->ihl < 5 || (void *)iph + tot_len > end || iph->ttl <= 1)
 		return 0;
 	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
 	io = bpf_map_lookup_elem(&xdpr_io_scr, &zero);
@@ -411,6 +416,48 @@ __noinline __u32 filter4_late_view(struct xdp_md *ctx)
 		return 0;
 	pkt4_to_io(&p, sizeof(struct ethhdr), io);
 	return fib->ifindex;
+}
+
+/*
+ * A packet a route map "via" route hands to the kernel (gateway without a
+ * neighbour, egress xdpr does not drive): the kernel forwards it by its
+ * own FIB.  Would that be out of a NAT interface whose rule translates its
+ * source?  Then it must not go (drop_nat_untranslatable): it would leave
+ * untranslated.  Else its reason, as it was.  Global: off xdpr_main's frame.
+ */
+__noinline int nat4_kernel_leak(struct xdp_md *ctx, int reason)
+{
+	struct xdpr_cfg *cfg;
+	struct iphdr *iph;
+	struct xdpr_iface *o;
+	__u32 ifindex, zero = 0;
+	__be32 saddr;
+
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	/* pass routes bypass NAT on purpose (README, "route"); nothing else may */
+	if (!ctx || !cfg || !(cfg->flags & XDPR_CFG_NAT) || reason == XDPR_PASS_ROUTE ||
+	    !reason_kernel_forwards(reason))
+		return reason;
+	ifindex = filter4_late_view(ctx);
+	iph = (void *)(long)ctx->data + sizeof(struct ethhdr);
+	if (!ifindex || (void *)(iph + 1) > (void *)(long)ctx->data_end)
+		return reason;
+	saddr = iph->saddr;
+	o = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
+	if (!o)
+		return reason;
+	for (int i = 0; i < XDPR_NAT_IF_RULES; i++) {
+		struct xdpr_nat_rule *r;
+		__u32 id;
+
+		if (i >= o->nrules)
+			break;
+		id = o->rules[i];
+		r = bpf_map_lookup_elem(&xdpr_nat_rules, &id);
+		if (r && r->ifindex && !(r->flags & XDPR_NAT_RETIRED) && (saddr & r->src_mask) == r->src_net)
+			return XDPR_DROP_NAT_UNTRANSLATABLE;
+	}
+	return reason;
 }
 
 /*
@@ -432,7 +479,10 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	iop->flt = flt_active(cfg);
 	iop->filtered = 0;
+	iop->routed = 0;
 	r = fwd_ip4_path(ctx, c, eth, in, fib, iop, cfg);
+	if (iop->routed)
+		r = nat4_kernel_leak(ctx, r);
 	if (iop->flt && !iop->filtered && reason_kernel_forwards(r)) {
 		__u32 out_if = filter4_late_view(ctx);
 		int f = out_if ? filter4(ctx, iop, out_if, 0) : STEP_NEXT;

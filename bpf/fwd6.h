@@ -49,7 +49,7 @@ static __always_inline int fwd6_tail(struct ethhdr *eth, struct ipv6hdr *ip6h, s
 		return XDPR_PASS_IP6_EXTHDR;
 	if (ip6h->hop_limit <= 1)
 		return XDPR_PASS_TTL;
-	step = claim_egress(&inf, fib->ifindex);
+	step = claim_egress(&inf, fib->ifindex, -1);
 	if (step != XDPR_FWD)
 		return step;
 
@@ -175,6 +175,9 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 	}
 	if (step < 0 && !routed)
 		fibrc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+	/* expiring here: the kernel answers it and forwards nothing, so it starts no flow */
+	if (flt && (step < 0 ? fib_forwards(fibrc) : reason_kernel_forwards(step)) && ip6h->hop_limit <= 1)
+		return XDPR_PASS_TTL;
 	if (flt && (step < 0 ? fib_forwards(fibrc) : reason_kernel_forwards(step))) {
 		/* the filter, on the egress; ask the kernel's FIB where the route map did not say */
 		int redo = step >= 0 || (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH);
@@ -195,7 +198,9 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 			fp = flt_scratch();
 			if (f >= 0 || !fp)
 				return f >= 0 ? f : XDPR_DROP_FILTER_HDR;
-			fp->cont = !redo ? -1 : step >= 0 ? step : fib_reason(fibrc); /* fib was overwritten */
+			/* after the filter: the route map's exit, the FIB's (no neighbour: the kernel
+			   resolves it), or the rest of the path only for a FIB success */
+			fp->cont = step >= 0 ? step : fibrc != BPF_FIB_LKUP_RET_SUCCESS ? fib_reason(fibrc) : -1;
 			fp->exthdr = exthdr;
 			fp->l4off = l4off;
 			return STEP_FILTER;

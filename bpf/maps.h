@@ -21,7 +21,11 @@ struct {
 	__type(value, struct xdpr_iface);
 } xdpr_ifaces SEC(".maps");
 
-/* Redirect targets: every attached interface, key and value = ifindex. */
+/*
+ * Redirect targets: every attached port, key and value = ifindex.  A VLAN
+ * has an entry too, never a target (its frames leave through its port):
+ * the kernel removes it with the device, which nat_if_gone reads.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
 	__uint(max_entries, XDPR_MAX_IFACES);
@@ -47,11 +51,31 @@ struct xdpr_l2 {
 	__u32 in_if;    /* ingress interface: the VLAN of a tagged frame */
 	__u32 out_vlan; /* the VLAN a redirect leaves through (its ifindex), 0: none */
 	__u16 in_tci;   /* the tag taken off at ingress (host order) */
+	__u16 out_tci;  /* the tag a redirect out of out_vlan gets (claim_egress) */
 	__u8 popped;    /* in_tci was taken off: it goes back on before a hand-over */
 	__u8 in_prio;   /* the packet's priority from the ingress VLAN's ingress-qos-map */
-	struct xdpr_vlan_key key; /* the xdpr_vlans lookup's, off the stack (xdpr_main's */
-	__u16 mac[6];   /* frame is on every call chain), and the addresses being moved */
+	__u16 mac[6];   /* the addresses being moved, off the stack (xdpr_main's frame */
+	struct xdpr_vlan_key key; /* is on every call chain), and the xdpr_vlans key */
 };
+
+/*
+ * The TCI for a frame leaving through VLAN vl with this packet priority:
+ * its VID, its egress-qos-map's PCP (DEI 0).  The priority is the
+ * kernel's: rt_tos2priority of an IPv4 TOS (bits 4-3 -> 0 best effort,
+ * 2 bulk, 6 interactive, 4 interactive bulk), for IPv6 the ingress VLAN's
+ * ingress-qos-map of the PCP it came with (0 untagged).
+ */
+static __always_inline __u16 vlan_tci_of(const struct xdpr_iface *vl, __u32 prio)
+{
+	if (prio > 16)
+		prio = 16;
+	return (vl->vid & 0xfff) | ((__u16)(vl->pcp[prio] & 7) << 13);
+}
+
+static __always_inline __u32 vlan_prio(const struct xdpr_l2 *l2, int tos)
+{
+	return tos >= 0 ? (0x4620 >> (((tos >> 3) & 3) * 4)) & 0xf : l2->in_prio;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -72,7 +96,13 @@ static __always_inline __u32 in_ifindex(struct xdp_md *ctx)
 {
 	struct xdpr_l2 *l2 = l2_scratch();
 
-	return l2 ? l2->in_if : ctx->ingress_ifindex;
+	/*
+	 * Never NULL (one per-CPU entry).  Not ctx->ingress_ifindex as the
+	 * fallback: clang keeps ctx + 12 in a register for it, which 6.12's
+	 * verifier refuses to load through.
+	 */
+	(void)ctx;
+	return l2 ? l2->in_if : 0;
 }
 
 /* Exit reasons, per CPU, per interface slot. */

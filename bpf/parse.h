@@ -136,7 +136,7 @@ struct pkt4_io {
 	__u8 out_rules[XDPR_NAT_IF_RULES]; /* copied by whoever looked it up */
 	__u8 filtered;     /* the filter has judged this packet (or its NAT session stands for it) */
 	__u8 flt;          /* the filter is on (XDPR_CFG_FILTER) */
-	__u8 pad;
+	__u8 routed;       /* a route map "via" route chose the egress, not the kernel FIB */
 	__be32 hp_addr;    /* hairpin: the binding's address and rule */
 	__u32 hp_rule;
 	__s32 fib_rc;      /* route map: the FIB's answer for the next hop, */

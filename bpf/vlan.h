@@ -80,29 +80,28 @@ static __always_inline int vlan_in(struct xdp_md *ctx, __u32 port, struct xdpr_l
 	l2->in_if = vif;
 	l2->in_tci = tci;
 	l2->popped = 1;
-	l2->in_prio = vl->in_prio[tci >> 13];
+	{
+		__u32 pcp = tci >> 13;
+
+		barrier_var(pcp); /* 6.12 refills a spilled tci unbounded: the mask must stay */
+		l2->in_prio = vl->in_prio[pcp & 7];
+	}
 	*in = vl;
 	return STEP_NEXT;
 }
 
-/* The tag for a frame leaving through VLAN vl: its VID, the PCP for the packet's priority. */
+/* The tag of an answer (XDP_TX) out of VLAN vl: the PCP for the answer's own priority. */
 static __always_inline __u16 vlan_tci(struct xdp_md *ctx, const struct xdpr_iface *vl,
 				      const struct xdpr_l2 *l2)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct iphdr *ip = data + sizeof(*eth);
-	__u32 prio = l2->in_prio;
+	int tos = -1;
 
-	if ((void *)(ip + 1) <= end && eth->h_proto == bpf_htons(ETH_P_IP)) {
-		/* rt_tos2priority: TOS bits 4-3 -> 0 best effort, 2 bulk, 6 interactive, 4 */
-		__u32 q = (ip->tos >> 3) & 3;
-
-		prio = (0x4620 >> (q * 4)) & 0xf;
-	}
-	if (prio > 16)
-		prio = 16;
-	return (vl->vid & 0xfff) | ((__u16)(vl->pcp[prio] & 7) << 13);
+	if ((void *)(ip + 1) <= end && eth->h_proto == bpf_htons(ETH_P_IP))
+		tos = ip->tos;
+	return vlan_tci_of(vl, vlan_prio(l2, tos));
 }
 
 /* Put an 802.1Q tag in front of the frame's EtherType; 0, or -1 without headroom. */
@@ -134,19 +133,19 @@ static __always_inline int vlan_out(struct xdp_md *ctx, struct xdpr_l2 *l2, int 
 	__u32 vif;
 	__u16 tci;
 
-	if (verdict == XDP_REDIRECT && l2->out_vlan) {
-		vif = l2->out_vlan;
-	} else if (l2->popped && verdict == XDP_TX) {
-		vif = l2->in_if;
-	} else if (l2->popped && verdict == XDP_PASS) {
-		return vlan_push(ctx, l2, l2->in_tci) ? XDPR_DROP_VLAN_PUSH : reason;
-	} else {
+	if (verdict == XDP_REDIRECT && l2->out_vlan)
+		tci = l2->out_tci; /* claim_egress's */
+	else if (l2->popped && verdict == XDP_PASS)
+		tci = l2->in_tci;
+	else if (!l2->popped || verdict != XDP_TX)
 		return reason;
+	else { /* an answer out of the ingress VLAN */
+		vif = l2->in_if;
+		vl = bpf_map_lookup_elem(&xdpr_ifaces, &vif);
+		if (!vl)
+			return XDPR_DROP_VLAN_PUSH; /* removed meanwhile: no tag to give it */
+		tci = vlan_tci(ctx, vl, l2);
 	}
-	vl = bpf_map_lookup_elem(&xdpr_ifaces, &vif);
-	if (!vl)
-		return XDPR_DROP_VLAN_PUSH; /* removed meanwhile: no tag to give it */
-	tci = vlan_tci(ctx, vl, l2);
 	return vlan_push(ctx, l2, tci) ? XDPR_DROP_VLAN_PUSH : reason;
 }
 

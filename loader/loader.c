@@ -909,6 +909,7 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 			struct xdpr_vlan_key k = { .ifindex = todo[i]->parent, .vid = todo[i]->vid };
 
 			bpf_map_delete_elem(x->fd[XM_VLANS], &k);
+			bpf_map_delete_elem(x->fd[XM_TX], &todo[i]->ifindex);
 		}
 		if (todo[i]->has_cfg && x->fd[XM_SLOTS] >= 0)
 			xdpr_slot_name_set(x, -1, todo[i]->cfg.slot, NULL, 0, 0);

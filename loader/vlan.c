@@ -5,9 +5,10 @@
  * A port's 802.1Q VLAN devices are not attached on their own: the program
  * on the port sees their tagged frames (bpf/vlan.h).  Each VLAN gets what
  * an attached interface has (an xdpr_ifaces entry, a counter slot with its
- * name, NAT rules) plus its entry in xdpr_vlans, (port, VID) -> VLAN, which
- * exists only while the VLAN is up: a frame for a VLAN that is down goes
- * to the kernel, which drops it, as it would without XDP.
+ * name, NAT rules, a redirect entry the kernel removes with the device)
+ * plus its entry in xdpr_vlans, (port, VID) -> VLAN, which exists only
+ * while the VLAN is up: a frame for a VLAN that is down goes to the
+ * kernel, which drops it, as it would without XDP.
  *
  * The state is rebuilt from the maps and one rtnetlink dump every time, so
  * a command killed half-way leaves nothing the next sync does not finish.
@@ -215,16 +216,34 @@ static int keep_vlan(struct xdpr *x, struct sync *s, const struct xdpr_vlan_dev 
 			goto fail;
 		}
 		if (!old) {
-			name_slot(x, slot, d, p);
-			xdpr_since_set(x, -1, slot);
 			char pname[IF_NAMESIZE] = "?";
 
+			xdpr_since_set(x, -1, slot);
 			if_indextoname(p->ifindex, pname);
 			info(x, "%s: VLAN %u of %s enrolled%s", d->name, d->vid, pname,
 			     d->up ? "" : " (down: its frames go to the kernel until it is up)");
 			s->added[s->nadded++] = (char *)d->name;
 		}
 		s->changes++;
+	}
+	/*
+	 * What a command killed half-way may have left out, made sure of every
+	 * time: its slot's name, and a redirect entry of its own, never used as
+	 * a target (its frames leave through its port): the kernel removes it
+	 * with the device, which is how the NAT knows a rule's VLAN is gone
+	 * (nat_if_gone).
+	 */
+	{
+		struct xdpr_slot_name sn;
+
+		if (x->fd[XM_SLOTS] >= 0 && (bpf_map_lookup_elem(x->fd[XM_SLOTS], &slot, &sn) ||
+					     sn.ifindex != d->ifindex || strncmp(sn.name, d->name, IF_NAMESIZE)))
+			name_slot(x, slot, d, p);
+	}
+	if (bpf_map_lookup_elem(x->fd[XM_TX], &d->ifindex, &cur) &&
+	    bpf_map_update_elem(x->fd[XM_TX], &d->ifindex, &d->ifindex, BPF_ANY)) {
+		err = -errno;
+		goto fail;
 	}
 	vid_ok = !bpf_map_lookup_elem(x->fd[XM_VLANS], &k, &cur) && cur == d->ifindex;
 	if (vid_ok != d->up) {
@@ -248,6 +267,8 @@ static int drop_vlan(struct xdpr *x, const struct ent *e, bool forget)
 	struct xdpr_vlan_dev d = { .ifindex = e->ifindex, .parent = e->cfg.parent, .vid = e->cfg.vid };
 	int err = vid_entry(x, &d, false);
 
+	if (!err && bpf_map_delete_elem(x->fd[XM_TX], &e->ifindex) && errno != ENOENT)
+		err = -errno;
 	if (!err && bpf_map_delete_elem(x->fd[XM_IFACES], &e->ifindex) && errno != ENOENT)
 		err = -errno;
 	if (!err && forget && x->fd[XM_SLOTS] >= 0)
@@ -269,6 +290,21 @@ static struct ent *its_port(struct sync *s, const struct xdpr_vlan_dev *d)
 	return d && d->dot1q && !d->other_ns && d->vid ? find_port(s, d->parent) : NULL;
 }
 
+/* The name a counter slot keeps for ifindex (a deleted VLAN's), or "". */
+static void slot_name_of(struct xdpr *x, __u32 ifindex, char name[IF_NAMESIZE])
+{
+	name[0] = 0;
+	for (__u32 slot = 1; slot < XDPR_MAX_IFACES && x->fd[XM_SLOTS] >= 0; slot++) {
+		struct xdpr_slot_name sn;
+
+		if (!bpf_map_lookup_elem(x->fd[XM_SLOTS], &slot, &sn) && sn.ifindex == ifindex &&
+		    (sn.mode & XDPR_SLOT_VLAN)) {
+			snprintf(name, IF_NAMESIZE, "%.*s", IF_NAMESIZE - 1, sn.name);
+			return;
+		}
+	}
+}
+
 /* xdpr_vlans entries that lead nowhere now (a VLAN deleted with its entry left). */
 static void sweep_vids(struct xdpr *x, struct sync *s)
 {
@@ -286,9 +322,23 @@ static void sweep_vids(struct xdpr *x, struct sync *s)
 		}
 		prev = &k;
 	}
-	for (int i = 0; i < n; i++)
-		if (!bpf_map_delete_elem(x->fd[XM_VLANS], &dead[i]))
-			s->changes++;
+	for (int i = 0; i < n; i++) {
+		char name[IF_NAMESIZE];
+		__u32 v;
+
+		if (bpf_map_lookup_elem(x->fd[XM_VLANS], &dead[i], &v) ||
+		    bpf_map_delete_elem(x->fd[XM_VLANS], &dead[i]))
+			continue;
+		s->changes++;
+		if (find_dev(s, v))
+			continue; /* a VLAN that is there: keep_vlan said what changed */
+		slot_name_of(x, v, name);
+		if (name[0])
+			info(x, "%s: VLAN %u deleted: taken out (listed as gone with its counters until "
+				"it is back)", name, dead[i].vid);
+		else
+			info(x, "VLAN %u of ifindex %u deleted: taken out", dead[i].vid, dead[i].ifindex);
+	}
 }
 
 /* Ports whose offload xdpr turned off: off again if someone turned it on. */
@@ -341,8 +391,10 @@ int xdpr_vlan_sync(struct xdpr *x)
 			s->changes++;
 		if (!err && !gone)
 			info(x, "%s: no longer a VLAN of an attached port: taken out", name);
-		else if (!err)
-			info(x, "VLAN %u of ifindex %u deleted: taken out", e->cfg.vid, e->cfg.parent);
+		else if (!err) {
+			slot_name_of(x, e->ifindex, name);
+			info(x, "%s: VLAN %u deleted: taken out", name[0] ? name : "?", e->cfg.vid);
+		}
 	}
 	/* re-read: a removed entry's VID may belong to a new VLAN now */
 	if (!err) {

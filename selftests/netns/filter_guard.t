@@ -182,12 +182,12 @@ if command -v iptables-nft >/dev/null; then
 	refused "ip6tables-nft -A FORWARD" 'table ip6 filter chain FORWARD (policy accept, 1 rule)'
 	reset_nft
 else
-	skip 12 "iptables-nft not installed (Debian package iptables)"
+	fail "iptables-nft not installed: the set-up installs it (Debian package iptables; 12 checks not made)"
 fi
 
 # ---- iptables-legacy
 if ! command -v iptables-legacy >/dev/null; then
-	skip 13 "iptables-legacy not installed (Debian package iptables)"
+	fail "iptables-legacy not installed: the set-up installs it (Debian package iptables; 13 checks not made)"
 elif ! in_ns "$R" iptables-legacy -P FORWARD DROP 2>"$T_TMP/legacy.err" &&
 	grep -q 'Table does not exist' "$T_TMP/legacy.err"; then
 	skip 13 "this kernel has no iptables-legacy filter table: $(head -n1 "$T_TMP/legacy.err")"

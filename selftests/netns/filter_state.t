@@ -221,7 +221,8 @@ wait "$spid"
 ok "the reply stream ran" test "$?" -eq 0
 sent=$(cat "$T_TMP/ffl.sent")
 ok "capture on c0 complete" cap_stop ffl
-timeout 30 tcpdump -n -tt -r "$T_TMP/ffl.pcap" 2>/dev/null | awk '{ print $1 }' >"$T_TMP/ffl.ts"
+ok "the capture on c0 can be read" eval 'pcap_read "$T_TMP/ffl.pcap" -tt >"$T_TMP/ffl.txt"'
+awk '{ print $1 }' "$T_TMP/ffl.txt" >"$T_TMP/ffl.ts"
 before=$(awk -v t="$tf" '$1 <= t' "$T_TMP/ffl.ts" | wc -l)
 late=$(awk -v t="$tf" '$1 > t + 0.005' "$T_TMP/ffl.ts" | wc -l)
 num "$before" -ge 50 "replies passed on the flow's state before the flush ($before of $sent)"

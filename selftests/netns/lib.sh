@@ -184,21 +184,16 @@ t_init() {
 	local tool
 	[ "$(id -u)" -eq 0 ] || skip_all "needs root"
 	[ -x "$XDPR" ] || skip_all "$XDPR not built (make all)"
-	for tool in ip ethtool jq timeout ping socat sha256sum ss; do
-		command -v "$tool" >/dev/null || skip_all "$tool not installed"
-	done
+	need ip ethtool jq timeout ping socat sha256sum ss
 	T_TMP=$(mktemp -d "/tmp/xdpr-netns.$T_ID.XXXXXX") || bail_out "mktemp failed"
 	trap t_cleanup EXIT
 	trap 'exit 130' INT TERM HUP
 }
 
-# need TOOL...: skip the whole file when a tool is missing.
-need() {
-	local tool
-	for tool in "$@"; do
-		command -v "$tool" >/dev/null || skip_all "$tool not installed"
-	done
-}
+# need TOOL...: check_lib.sh (a tool the set-up installs is never a skip).
+# pcap_read, pcap_count: check_lib.sh (a capture that did not start is an error).
+# shellcheck source=selftests/netns/check_lib.sh
+. "$XDPR_ROOT/selftests/netns/check_lib.sh"
 
 # in_ns NS CMD...: run CMD in NS, bounded by $T_TIMEOUT (default 15) seconds.
 in_ns() {

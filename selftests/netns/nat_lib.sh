@@ -372,7 +372,7 @@ leak_check() {
 	kill -INT "$LEAK_PID" 2>/dev/null
 	wait "$LEAK_PID"
 	rc=$?
-	dump=$(timeout 10 tcpdump -r "$T_TMP/leak.pcap" -n -v 2>"$T_TMP/leak.rerr") ||
+	dump=$(pcap_read "$T_TMP/leak.pcap" -v 2>"$T_TMP/leak.rerr") ||
 		rc="$rc, reading it: $(tail -n1 "$T_TMP/leak.rerr")"
 	n=$(grep -c '^[0-9]' <<<"$dump")
 	# a capture that died, cannot be read or lost packets says nothing about leaks

@@ -24,7 +24,7 @@ if ! command -v bird >/dev/null || ! command -v birdc >/dev/null; then
 	} >"$T_TMP/apt.log" 2>&1
 	if ! command -v bird >/dev/null || ! command -v birdc >/dev/null; then
 		diag_file "$T_TMP/apt.log"
-		skip_all "bird2 not installable"
+		bail_out "bird2 is not installed and cannot be installed; the set-up installs it (scripts/packages.txt)"
 	fi
 fi
 
@@ -113,7 +113,7 @@ if cap_start "$N" s1 "$T_TMP/bird.pcap" 'icmp and icmp[icmptype] == icmp-echo'; 
 	is "$(cap_read "$T_TMP/bird.pcap" | grep -Ec "^[0-9:.]+ $(mac "$R" r1) > $(mac "$N" s1), .*ttl 63,")" 10 \
 		"N saw the 10 echo requests from r1's MAC with TTL 63"
 else
-	skip 2 "tcpdump did not start"
+	fail "tcpdump did not start: the 2 checks of the capture were not made"
 fi
 num "$(grown "$f0" "$R" r0 forwarded)" -ge 10 "r0 forwarded grew by >= 10 (fast path through BIRD's route)"
 

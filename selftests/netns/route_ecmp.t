@@ -69,7 +69,7 @@ if cap_start "$S1" s1 "$T_TMP/e4a.pcap" 'udp dst port 9000' &&
 	is "$(cap_read "$T_TMP/e4b.pcap" | grep -Evc "^[0-9:.]+ $R2MAC > $S2MAC, ethertype IPv4 .*ttl 63,|^ ")" 0 \
 		"ip4 at s2: every datagram from r2's MAC to s2's, TTL 63"
 else
-	skip 8 "tcpdump did not start"
+	fail "tcpdump did not start: the 8 checks of the capture were not made"
 fi
 is "$(rt_ctr 198.18.0.0/24)" $((FLOWS * PER)) "route 198.18.0.0/24 counted the $((FLOWS * PER)) datagrams"
 num "$(grown "$f0" "$R" r0 forwarded)" -ge $((FLOWS * PER)) "r0 forwarded grew by >= $((FLOWS * PER))"
@@ -85,7 +85,7 @@ if cap_start "$S1" s1 "$T_TMP/e4a2.pcap" 'udp dst port 9000' &&
 		"$(sports "$T_TMP/e4a.pcap" | cut -d' ' -f1 | tr '\n' ' ')" \
 		"ip4: the second time, s1 gets exactly the flows it got the first time"
 else
-	skip 2 "tcpdump did not start"
+	fail "tcpdump did not start: the 2 checks of the capture were not made"
 fi
 
 # ---- IPv6 over r1 and r2
@@ -104,7 +104,7 @@ if cap_start "$S1" s1 "$T_TMP/e6a.pcap" 'udp dst port 9000' &&
 	is "$(cap_read "$T_TMP/e6b.pcap" | grep -Evc "^[0-9:.]+ $R2MAC > $S2MAC, ethertype IPv6 .*hlim 63,")" 0 \
 		"ip6 at s2: every datagram from r2's MAC to s2's, hop limit 63"
 else
-	skip 8 "tcpdump did not start"
+	fail "tcpdump did not start: the 8 checks of the capture were not made"
 fi
 is "$(rt_ctr 2001:db8:300::/48)" $((FLOWS * PER)) "route 2001:db8:300::/48 counted the $((FLOWS * PER)) datagrams"
 
@@ -131,7 +131,7 @@ if cap_start "$S1" s1 "$T_TMP/e1.pcap" 'udp dst port 9000'; then
 	is "$(cap_read "$T_TMP/e1.pcap" | grep -Evc "^[0-9:.]+ $R1MAC > ($GWA_MAC|$GWB_MAC), ethertype IPv4 .*ttl 63,|^ ")" 0 \
 		"every datagram from r1's MAC to one of the two gateways' MACs, TTL 63"
 else
-	skip 7 "tcpdump did not start"
+	fail "tcpdump did not start: the 7 checks of the capture were not made"
 fi
 is "$(rt_ctr 198.18.1.0/24)" $((FLOWS * PER)) "route 198.18.1.0/24 counted the $((FLOWS * PER)) datagrams"
 

@@ -180,11 +180,18 @@ cap_stop() {
 }
 
 # cap_read FILE [tcpdump options]: the capture as text (-n -e -v by default).
+# A capture that is missing, empty or unreadable (it did not start) gives one
+# line "capture unreadable: WHY" and status 1: the tests count lines with
+# grep, so it counts as a frame no pattern allows and never as "no frames".
 cap_read() {
-	local f=$1
+	local f=$1 err
 	shift
 	[ $# -gt 0 ] || set -- -e -v
-	timeout 10 tcpdump -r "$f" -n "$@" 2>/dev/null
+	pcap_read "$f" "$@" 2>"$f.why" && return 0
+	err=$(cat "$f.why")
+	echo "capture unreadable: $err"
+	echo "# $err" >&2
+	return 1
 }
 
 # udp_flows NS DST PORT FLOWS PER_FLOW SPORT0: FLOWS UDP flows from NS to

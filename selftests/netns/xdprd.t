@@ -225,7 +225,7 @@ is "$(udp "$C1" ask 40004 1 10.0.4.2:7010)" timeout "the filter rule follows the
 num "$(xdpr -j filter show | jq '.rules[0].packets')" -gt "$f7010" "and counted by the same rule"
 wait "$SPRAY"
 ok "the capture on S ran to the end, nothing dropped" cap_stop leak
-is "$(timeout 10 tcpdump -r "$T_TMP/leak.pcap" -n 2>/dev/null | grep -c '^[0-9]')" 0 \
+is "$(pcap_count "$T_TMP/leak.pcap")" 0 \
 	"capture on S over the re-creation: no packet with an inside source"
 
 # ---- kill -9 and restart under a TCP transfer through the NAT
@@ -297,7 +297,7 @@ is "$(r1_attached "$new")" "$new" "r1 appeared: attached"
 is "$(xdpr -j nat show | jq -r '.[] | "\(.dev) \(.state)"')" "r1 applied" "its NAT rule is applied"
 wait "$SPRAY"
 ok "the capture on S ran to the end, nothing dropped" cap_stop leak2
-is "$(timeout 10 tcpdump -r "$T_TMP/leak2.pcap" -n 2>/dev/null | grep -c '^[0-9]')" 0 \
+is "$(pcap_count "$T_TMP/leak2.pcap")" 0 \
 	"capture on S while r1 appeared: no packet with an inside source"
 # a manual detach stays (the detach's own link notification is not an interface appearing)
 ok "xdpr link detach r2 (by hand, beside the daemon)" xdpr link detach r2

@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Unit tier: the tests of the tests.  The netns tier's checks that read a
+# capture or need a tool must fail when the capture did not start or the
+# tool the set-up installs is missing, never pass (or skip) by accident.
+# Each helper runs here against what a failed capture leaves (no file, an
+# empty one, one that is not a capture, a cut header) and must fail; against
+# a real capture with no frames (0) and one frame (1) it must count them.
+# The helpers are the netns tier's own code (check_lib.sh, and cap_read and
+# leak_check taken from route_lib.sh and nat_lib.sh), not copies.
+cd "$(dirname "$0")/../.." || exit 1
+T=$(mktemp -d)
+# subshells that exit (cap_read's, leak_check's) must not run it: only this shell
+trap '[ "$BASHPID" = '"$$"' ] && rm -rf "$T"' EXIT
+i=0
+rc=0
+. "$(dirname "$0")/tap.sh"
+
+if ! command -v tcpdump >/dev/null; then
+	echo "Bail out! tcpdump is not installed (the set-up installs it: scripts/deps.sh)"
+	exit 1
+fi
+. selftests/netns/check_lib.sh
+
+# pcap files: a header only (a capture that started and saw nothing), and one frame
+hdr='\xd4\xc3\xb2\xa1\x02\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x06\x00\x00\x01\x00\x00\x00'
+frame='\xff\xff\xff\xff\xff\xff\x02\x00\x00\x00\x00\x01\x08\x06\x00\x01\x08\x00\x06\x04\x00\x01\x02\x00\x00\x00\x00\x01\x0a\x00\x00\x01\x00\x00\x00\x00\x00\x00\x0a\x00\x00\x02'
+printf "$hdr" >"$T/none.pcap"
+{ printf "$hdr"; printf '\x01\x00\x00\x00\x00\x00\x00\x00\x2a\x00\x00\x00\x2a\x00\x00\x00'; printf "$frame"; } >"$T/one.pcap"
+: >"$T/empty.pcap"
+echo "tcpdump: eth9: No such device exists" >"$T/text.pcap"
+head -c 10 "$T/none.pcap" >"$T/cut.pcap"
+
+# ---- pcap_read / pcap_count
+for bad in missing empty text cut; do
+	out=$(pcap_count "$T/$bad.pcap" 2>"$T/err")
+	st=$?
+	[ "$st" -ne 0 ] && [ -z "$out" ] && [ -s "$T/err" ]
+	tap $? "pcap_count fails on a capture that did not start ($bad), says why, prints no count" \
+		"status $st, printed \"$out\", said \"$(cat "$T/err")\""
+	[ "$(pcap_count "$T/$bad.pcap" 2>/dev/null)" != 0 ]
+	tap $? "so is \"\$(pcap_count F)\" 0 cannot pass on it ($bad)" "it printed 0"
+done
+out=$(pcap_count "$T/none.pcap" 2>"$T/err")
+tap $? "pcap_count on a capture with no frames succeeds" "$(cat "$T/err")"
+[ "$out" = 0 ]
+tap $? "and says 0" "it said \"$out\""
+out=$(pcap_count "$T/one.pcap" 2>"$T/err")
+[ "$out" = 1 ]
+tap $? "pcap_count on a capture of one frame says 1" "it said \"$out\" ($(cat "$T/err"))"
+out=$(pcap_read "$T/one.pcap" -e 2>&1)
+grep -q '02:00:00:00:00:01 > ff:ff:ff:ff:ff:ff' <<<"$out"
+tap $? "pcap_read passes tcpdump's options on (-e: the MACs)" "it said \"$out\""
+pcap_read "$T/missing.pcap" >/dev/null 2>&1
+[ $? -ne 0 ]
+tap $? "pcap_read fails on a missing capture" "it succeeded"
+
+# ---- cap_read (route tier): every count over it must be off
+eval "$(sed -n '/^cap_read() {/,/^}/p' selftests/netns/route_lib.sh)"
+for bad in missing empty text; do
+	n=$(cap_read "$T/$bad.pcap" -q 2>/dev/null | grep -c .)
+	[ "$n" != 0 ]
+	tap $? "cap_read on a capture that did not start ($bad): \"nothing arrived\" (grep -c . = 0) cannot pass" \
+		"grep -c . said $n"
+	n=$(cap_read "$T/$bad.pcap" 2>/dev/null | grep -Evc "^[0-9:.]+ .*ttl 63,|^ ")
+	[ "$n" != 0 ]
+	tap $? "cap_read ($bad): \"no frame with another TTL\" (grep -Evc = 0) cannot pass" "grep -Evc said $n"
+done
+n=$(cap_read "$T/none.pcap" -q 2>/dev/null | grep -c .)
+[ "$n" = 0 ]
+tap $? "cap_read on a capture that started and saw nothing: 0 lines" "it gave $n"
+
+# ---- leak_check (NAT tier): a capture that did not start is not "no leak"
+eval "$(sed -n '/^leak_check() {/,/^}/p' selftests/netns/nat_lib.sh)"
+# the TAP line leak_check would print: its "is" records what it compares
+is() { LEAK_SAW=$1; [ "$1" == "$2" ]; }
+diag() { :; }
+sleep() { :; }
+kill() { :; }
+TCPDUMP_EXIT=0
+wait() { return "$TCPDUMP_EXIT"; } # the capture's tcpdump, as it exits on SIGINT
+LEAK_PID=1
+for bad in missing empty text cut; do
+	T_TMP=$T/leak-$bad
+	mkdir -p "$T_TMP"
+	[ "$bad" = missing ] || cp "$T/$bad.pcap" "$T_TMP/leak.pcap"
+	printf '0 packets captured\n0 packets received by filter\n0 packets dropped by kernel\n' >"$T_TMP/leak.err"
+	LEAK_SAW=
+	leak_check "unit" >/dev/null 2>&1
+	[ -n "$LEAK_SAW" ] && [ "$LEAK_SAW" != 0 ]
+	tap $? "leak_check fails on a capture that did not start ($bad)" "it saw \"$LEAK_SAW\" leaks"
+done
+T_TMP=$T/leak-none
+mkdir -p "$T_TMP"
+cp "$T/none.pcap" "$T_TMP/leak.pcap"
+printf '0 packets captured\n0 packets received by filter\n0 packets dropped by kernel\n' >"$T_TMP/leak.err"
+LEAK_SAW=
+leak_check "unit" >/dev/null 2>&1
+[ "$LEAK_SAW" = 0 ]
+tap $? "leak_check passes on a capture that ran and saw nothing" "it saw \"$LEAK_SAW\""
+printf '3 packets captured\n5 packets received by filter\n2 packets dropped by kernel\n' >"$T_TMP/leak.err"
+LEAK_SAW=
+leak_check "unit" >/dev/null 2>&1
+[ -n "$LEAK_SAW" ] && [ "$LEAK_SAW" != 0 ]
+tap $? "leak_check fails when the capture lost packets" "it saw \"$LEAK_SAW\""
+TCPDUMP_EXIT=1
+LEAK_SAW=
+leak_check "unit" >/dev/null 2>&1
+[ -n "$LEAK_SAW" ] && [ "$LEAK_SAW" != 0 ]
+tap $? "leak_check fails when tcpdump did not exit cleanly" "it saw \"$LEAK_SAW\""
+unset -f is diag sleep kill wait
+
+# ---- need: a tool the set-up installs is never a skip
+out=$(
+	bail_out() { echo "bail: $1"; exit 255; }
+	skip_all() { echo "skip: $1"; exit 0; }
+	PATH=/nonexistent need tcpdump
+)
+[[ "$out" == bail:* ]]
+tap $? "need bails out when tcpdump (in scripts/packages.txt) is missing" "it said \"$out\""
+out=$(
+	bail_out() { echo "bail: $1"; exit 255; }
+	skip_all() { echo "skip: $1"; exit 0; }
+	PATH=/nonexistent need promtool
+)
+[[ "$out" == bail:* ]]
+tap $? "need bails out when promtool (package prometheus) is missing" "it said \"$out\""
+out=$(
+	bail_out() { echo "bail: $1"; exit 255; }
+	skip_all() { echo "skip: $1"; exit 0; }
+	PATH=/nonexistent need xdpr-no-such-tool
+)
+[[ "$out" == skip:* ]]
+tap $? "need skips when a tool the set-up does not install is missing" "it said \"$out\""
+
+echo "1..$i"
+exit $rc
