@@ -11,8 +11,9 @@
 #   vm_packages     install what is missing (QEMU >= 8 from bookworm-backports,
 #                   busybox-static, cpio)
 #   vm_kernel       download + unpack the guest kernel (cached)
-#   vm_initramfs    busybox init, xdpr + iproute2 + jq with their libraries,
-#                   the NIC modules and their dependencies
+#   vm_initramfs    busybox init, xdpr + iproute2 + jq + ethtool with their
+#                   libraries, the NIC and 802.1Q modules and their
+#                   dependencies, VM_GUEST_ENV as /lib/xdpr/env
 #   vm_boot         QEMU in the background, bounded by `timeout`; taps into
 #                   the host namespaces
 #   vm_run          read the guest's control channel until it is done: TAP
@@ -37,10 +38,12 @@ VM_BOOT_TIMEOUT=${XDPR_VM_BOOT_TIMEOUT:-120}
 VM_APT_TIMEOUT=600
 VM_QEMU=qemu-system-x86_64
 VM_KERNEL_MIN=6.3 # netdev genetlink xdp-features (what xdpr's NDO_XMIT probe reads)
-VM_MODULES=(dca i2c-algo-bit igb e1000e)
+VM_MODULES=(dca i2c-algo-bit igb e1000e 8021q) # and what they depend on
+VM_PY=/usr/bin/python3 # Debian's (NOTES: a python3 earlier on PATH may not be)
 VM_PID=
 VM_NS=()
 VM_TAPS=()
+VM_GUEST_ENV=() # lines "NAME=value" for the scenario (/lib/xdpr/env)
 T_N=0
 T_FAILED=0
 
@@ -228,6 +231,8 @@ vm_packages() {
 	command -v jq >/dev/null || pkgs+=(jq)
 	command -v socat >/dev/null || pkgs+=(socat)
 	command -v xz >/dev/null || pkgs+=(xz-utils)
+	command -v ethtool >/dev/null || pkgs+=(ethtool)
+	[ -x "$VM_PY" ] || pkgs+=(python3)
 	if [ ${#pkgs[@]} -gt 0 ]; then
 		vm_apt_setup
 		vm_apt_install "${pkgs[@]}"
@@ -277,14 +282,28 @@ mod_closure() {
 # (on Debian 12: 6.12 from bookworm-security or -backports; the default 6.1
 # kernel predates the xdp-features that xdpr's NDO_XMIT probe reads).
 # A cached kernel is used as it is; XDPR_VM_REFRESH=1 looks for a newer one.
+# When VM_MODULES changed since the cache was made (its MODULES file), the
+# cached package is unpacked again, without a download.
 vm_kernel() {
-	local key=${XDPR_VM_KERNEL:-default} k pkg deb tree ver name f re
+	local key=${XDPR_VM_KERNEL:-default} k deb= f
 	k=$VM_CACHE/kernel.$key
 	VM_KDIR=$k
 	if [ -s "$k/vmlinuz" ] && [ -s "$k/modules/load" ] && [ -z "$XDPR_VM_REFRESH" ]; then
-		VM_KVER=$(cat "$k/VERSION")
-		return 0
+		if [ "$(cat "$k/MODULES" 2>/dev/null)" = "${VM_MODULES[*]}" ]; then
+			VM_KVER=$(cat "$k/VERSION")
+			return 0
+		fi
+		f=$(cat "$k/DEB" 2>/dev/null)
+		[ -n "$f" ] && [ -f "$VM_CACHE/deb/$f" ] && deb=$VM_CACHE/deb/$f
 	fi
+	[ -z "$deb" ] && vm_kernel_deb "$key"
+	vm_kernel_unpack "$k" "$deb"
+}
+
+# vm_kernel_deb KEY: find (and download unless cached) the kernel package
+# for KEY; sets deb.
+vm_kernel_deb() {
+	local key=$1 k=$VM_CACHE/kernel.$1 pkg ver f re
 	vm_apt_setup
 	# Image packages only (6.1.0-50-amd64, 6.12.117+deb12-amd64), no meta packages.
 	re="^linux-image-${key//./\\.}(\\.[0-9]+)*(-[0-9]+)?(\\+deb[0-9]+)?-amd64\$"
@@ -311,6 +330,12 @@ vm_kernel() {
 		f=$(cat "$k/DEB" 2>/dev/null)
 		[ -n "$f" ] && [ "$f" != "${deb##*/}" ] && rm -f "$VM_CACHE/deb/$f"
 	fi
+}
+
+# vm_kernel_unpack DIR DEB: vmlinuz and the modules of VM_MODULES (with their
+# dependencies) from the kernel package DEB into the cache directory DIR.
+vm_kernel_unpack() {
+	local k=$1 deb=$2 tree name f
 	tree=$VM_CACHE/unpack
 	rm -rf "$tree" "$k"
 	dpkg-deb -x "$deb" "$tree" || bail_out "dpkg-deb -x $deb failed"
@@ -331,6 +356,7 @@ vm_kernel() {
 	rm -rf "$tree" "$k/closure"
 	echo "$VM_KVER" >"$k/VERSION"
 	echo "${deb##*/}" >"$k/DEB"
+	echo "${VM_MODULES[*]}" >"$k/MODULES"
 }
 
 # ---------------------------------------------------------------- initramfs
@@ -358,6 +384,9 @@ vm_initramfs() {
 	copy_bin "$root" "$XDPR" /usr/bin/xdpr
 	copy_bin "$root" "$(command -v jq)" /usr/bin/jq
 	copy_bin "$root" "$(readlink -f "$(command -v ip)")" /usr/sbin/ip
+	copy_bin "$root" "$(command -v ethtool)" /usr/sbin/ethtool
+	# Settings of this run for the scenario (guest/lib.sh sources them).
+	printf '%s\n' "${VM_GUEST_ENV[@]}" >"$root/lib/xdpr/env"
 	# libxdp's dispatcher object, where libxdp looks for it.
 	for f in /usr/lib/*/bpf/xdp-dispatcher.o; do
 		[ -f "$f" ] && install -D -m 0644 "$f" "$root$f"
@@ -506,6 +535,70 @@ host_cap_read() {
 			printf "n=%d ttl=%s src=%s\n", n, tl, sl
 		}' <<<"$dump")
 	[ -n "$dump" ]
+}
+
+# wcap_start ROLE: capture every frame on ROLE's tap (headers only) until
+# wcap_read ROLE; captures of several roles may run at once.  Tags are read
+# from the bytes of the file: on receive the host kernel moves an 802.1Q or
+# 802.1ad tag into metadata, libpcap puts it back (PACKET_AUXDATA), so a
+# BPF filter would not see it: filtering is wcap_read's.
+declare -A VM_WCAP_PID
+host_wcap_start() {
+	local role=$1 i f=$VM_RUN/wcap-$1
+	[ -n "${VM_ROLE_NS[$role]}" ] || {
+		H_OUT="no role $role"
+		return 2
+	}
+	rm -f "$f.pcap" "$f.err"
+	# --immediate-mode: no frame may wait in a ring block when it stops
+	timeout 200 ip netns exec "${VM_ROLE_NS[$role]}" tcpdump -Z root -n -U -p -s 160 \
+		--immediate-mode -i "${VM_ROLE_TAP[$role]}" -w "$f.pcap" 2>"$f.err" &
+	VM_WCAP_PID[$role]=$!
+	for ((i = 0; i < 50; i++)); do
+		grep -q 'listening on' "$f.err" 2>/dev/null && return 0
+		kill -0 "${VM_WCAP_PID[$role]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	H_OUT="tcpdump on $role did not start: $(head -c 200 "$f.err" | tr '\n' ' ')"
+	kill "${VM_WCAP_PID[$role]}" 2>/dev/null
+	VM_WCAP_PID[$role]=
+	rm -f "$f.err" "$f.pcap"
+	return 1
+}
+
+# wcap_read ROLE [FILTER...]: stop ROLE's capture (if it still runs);
+# "n=N tags=... ttl=... src=... dst=... tos=..." (the sets of values seen, a
+# set of more than 4 as "<N values>") of the frames FILTER selects
+# (vlanhost.py pcap options: --kind echo|reply|tcp, --src, --dst, --id,
+# --from-guest, --to-guest).  Tags: TPID:VID:PCP:DEI outermost first, "-"
+# untagged.  Read again with other filters until the next wcap_start.
+# Fails when the capture had not started, wrote no file or lost frames.
+host_wcap_read() {
+	local role=$1 pid=${VM_WCAP_PID[$1]} f=$VM_RUN/wcap-$1 i drop
+	shift
+	if [ -n "$pid" ]; then
+		sleep 0.5 # the last frames through QEMU and the host kernel
+		kill -INT "$pid" 2>/dev/null
+		for ((i = 0; i < 50; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		wait "$pid" 2>/dev/null
+		VM_WCAP_PID[$role]=
+	elif ! grep -q 'listening on' "$f.err" 2>/dev/null; then
+		H_OUT="no capture started on $role"
+		return 1
+	fi
+	if [ ! -s "$f.pcap" ]; then
+		H_OUT="capture on $role wrote nothing: $(head -c 200 "$f.err" | tr '\n' ' ')"
+		return 1
+	fi
+	drop=$(sed -n 's/^\([0-9]*\) packets\{0,1\} dropped by kernel.*/\1/p' "$f.err")
+	if [ -n "$drop" ] && [ "$drop" != 0 ]; then
+		H_OUT="capture on $role lost $drop frames (tcpdump: dropped by kernel)"
+		return 1
+	fi
+	H_OUT=$("$VM_PY" "$VM_SRC/vlanhost.py" pcap "$f.pcap" "$@" 2>&1)
 }
 
 # tcp SRC_ROLE DST_ROLE ADDR PORT MBYTES: one TCP transfer, checked by SHA-256.

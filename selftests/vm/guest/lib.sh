@@ -16,6 +16,8 @@ IP=/usr/sbin/ip
 XDPR=/usr/bin/xdpr
 JQ=/usr/bin/jq
 T_FAILED=0
+# Settings of this run ("NAME=value" lines, VM_GUEST_ENV of the host test).
+[ -f /lib/xdpr/env ] && . /lib/xdpr/env
 
 # ---------------------------------------------------------------- TAP
 
