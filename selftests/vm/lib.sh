@@ -518,7 +518,11 @@ host_cap_read() {
 	done
 	kill "$VM_CAP_PID" 2>/dev/null
 	wait "$VM_CAP_PID" 2>/dev/null
-	dump=$(tcpdump -r "$VM_RUN/cap.pcap" -n -v 2>/dev/null)
+	# a capture that did not start or cannot be read is never "nothing matched"
+	if ! dump=$(tcpdump -r "$VM_RUN/cap.pcap" -n -v 2>"$VM_RUN/cap.err"); then
+		H_OUT="capture unreadable: $(head -n 1 "$VM_RUN/cap.err")"
+		return 1
+	fi
 	# IPv4: header fields on the first line, "SRC > DST: ..." on the next;
 	# IPv6: all on one line.
 	H_OUT=$(awk '
