@@ -42,7 +42,8 @@
 #define BIND_REFRESH NSEC          /* last_active is refreshed at most this often */
 #define ALLOC_PROBES 64            /* candidate ports a packet may look at */
 #define EXHAUSTED_PROBES 4         /* ... once the whole range was probed in vain */
-#define EIM_SPIN 4096              /* lookups while another CPU publishes a mapping */
+#define EIM_SPIN 32768             /* lookups while another CPU publishes a mapping (~1 ms:
+                                      a VM's vCPU can be preempted mid-claim) */
 
 /* Take a reference on generation gen.  1 taken, 0 stale, -1 lost every race (busy). */
 static __always_inline int bind_get(struct xdpr_bind *b, __u32 gen)
