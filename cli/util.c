@@ -31,26 +31,26 @@ void fmt_time(unsigned long long t, char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-void print_warnings(const char *note)
+/* Each line of text on stderr after prefix. */
+static void print_lines(const char *prefix, const char *text)
 {
 	const char *nl;
 
 	fflush(stdout);
-	for (; note && *note; note = nl ? nl + 1 : note + strlen(note)) {
-		nl = strchr(note, '\n');
-		fprintf(stderr, "warning: %.*s\n", nl ? (int)(nl - note) : (int)strlen(note), note);
+	for (; text && *text; text = nl ? nl + 1 : text + strlen(text)) {
+		nl = strchr(text, '\n');
+		fprintf(stderr, "%s%.*s\n", prefix, nl ? (int)(nl - text) : (int)strlen(text), text);
 	}
+}
+
+void print_warnings(const char *note)
+{
+	print_lines("warning: ", note);
 }
 
 void print_info(const char *info)
 {
-	const char *nl;
-
-	fflush(stdout);
-	for (; info && *info; info = nl ? nl + 1 : info + strlen(info)) {
-		nl = strchr(info, '\n');
-		fprintf(stderr, "note: %.*s\n", nl ? (int)(nl - info) : (int)strlen(info), info);
-	}
+	print_lines("note: ", info);
 }
 
 int sync_vlans(struct xdpr *x)
