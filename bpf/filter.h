@@ -70,7 +70,9 @@ struct flt_pkt {
 	__u32 bytes;        /* frame length, for the rule counters */
 	__u8 keyed;         /* flt_track: key holds this packet's flow (a new one gets state) */
 	__u8 from_a;        /* flt_track: the packet comes from key's endpoint a */
-	__u8 pad2[2];
+	__u8 stale;         /* flt_track: key's entry exists, expired or closed (replaced, not added) */
+	__u8 pad2;
+	__u64 stale_created; /* flt_track: that entry's creation time */
 	struct xdpr_flow_key key;
 	struct xdpr_flow_key ikey; /* flt_track: the quoted packet's flow */
 	__u64 cand[XDPR_FLT_SUMM]; /* flt_classify: candidate words left */
@@ -538,6 +540,7 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 	if (!cfg)
 		return XDPR_FS_INVALID;
 	fp->keyed = 0;
+	fp->stale = 0;
 	fp->hot_gen = cfg->flt_gen; /* before the table: a flush between them voids the copy */
 	/* an ICMP error is never a flow of its own: only its quote can relate it */
 	if (!fp->nat && !fp->nokey && !fp->icmp_err) {
@@ -563,6 +566,10 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 				return see_est ? XDPR_FS_ESTABLISHED : FLT_PASS;
 			}
 		}
+		if (f) {
+			fp->stale = 1;
+			fp->stale_created = f->created;
+		}
 	}
 	if (!fp->icmp_err)
 		return flt_new_state(fp);
@@ -576,6 +583,39 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 			return see_est ? XDPR_FS_RELATED : FLT_PASS;
 	}
 	return XDPR_FS_INVALID;
+}
+
+/*
+ * Keep the state V of the new flow in fp->key.  Another CPU may have
+ * classified the flow's first packet at the same instant and kept its
+ * state first, and the reply may already have marked it: that state is
+ * kept and only this packet's bits are added (an overwrite would forget
+ * the reply had been seen).  An expired or closed entry (fp->stale) is
+ * replaced, unless another CPU replaced it since flt_track saw it.
+ */
+static __always_inline void flt_add_state(struct flt_pkt *fp, struct xdpr_flow *v, __u64 now)
+{
+	struct xdpr_flow *f;
+	__u8 bits;
+
+	if (fp->stale) {
+		f = nat_lookup(&xdpr_flt_flows, &fp->key);
+		if (!f || f->created == fp->stale_created) {
+			if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY))
+				flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->hot_gen, now);
+			return;
+		}
+	} else if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_NOEXIST)) {
+		flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->hot_gen, now);
+		return;
+	} else {
+		f = nat_lookup(&xdpr_flt_flows, &fp->key);
+		if (!f)
+			return; /* a full table (or gone again): the verdict stands, no state */
+	}
+	bits = flow_bits(fp->proto, fp->tcp_flags, fp->from_a ^ f->orig_b);
+	if ((f->state | bits) != f->state)
+		f->state |= bits;
 }
 
 /*
@@ -649,8 +689,8 @@ accept:
 		v->in_if = in_ifindex(ctx);
 		v->state = flow_bits(fp->proto, fp->tcp_flags, 1);
 		/* the tables being copied (nat limit sessions): the verdict stands, no state is kept */
-		if (!nat_frozen() && !nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY))
-			flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->hot_gen, now);
+		if (!nat_frozen())
+			flt_add_state(fp, v, now);
 	}
 	return STEP_NEXT;
 }
