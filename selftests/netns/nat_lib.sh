@@ -470,16 +470,22 @@ hdr = f.read(24)
 if len(hdr) < 24:
     sys.exit("%s: not a capture (%d bytes)" % (sys.argv[1], len(hdr)))
 magic = struct.unpack("<I", hdr[:4])[0]
+if magic not in (0xa1b2c3d4, 0xa1b23c4d, 0xd4c3b2a1, 0x4d3cb2a1):
+    sys.exit("%s: not a capture (magic %08x)" % (sys.argv[1], magic))
 end = "<" if magic in (0xa1b2c3d4, 0xa1b23c4d) else ">"
 nsec = magic in (0xa1b23c4d, 0x4d3cb2a1)
 link = struct.unpack(end + "I", hdr[20:24])[0]
 out = []
 while True:
     rh = f.read(16)
-    if len(rh) < 16:
+    if not rh:
         break
+    if len(rh) < 16:
+        sys.exit("%s: cut in the header of frame %d" % (sys.argv[1], len(out) + 1))
     sec, frac, incl, orig = struct.unpack(end + "IIII", rh)
     fr = f.read(incl)
+    if len(fr) < incl:
+        sys.exit("%s: cut in frame %d (%d of %d bytes)" % (sys.argv[1], len(out) + 1, len(fr), incl))
     d = {"t": sec + frac / (1e9 if nsec else 1e6), "raw": fr.hex()}
     if link == 1 and len(fr) >= 14:
         et, l3 = struct.unpack("!H", fr[12:14])[0], fr[14:]
@@ -532,15 +538,26 @@ cap_stop() {
 	return 1
 }
 
-# cap_json NAME: the capture decoded, a JSON array ("[]" if unreadable).
+# cap_json NAME: the capture decoded, a JSON array.  A capture that is
+# missing, empty, not a capture or cut (it did not start, or died) prints
+# nothing, says why on stderr and returns 1: every check over it fails
+# (`jq ... <<<""` prints nothing), none reads it as "no frames".
 cap_json() {
-	timeout 30 "$NAT_PY" "$T_TMP/nat_pcap.py" "$T_TMP/$1.pcap" 2>"$T_TMP/$1.pyerr" || echo '[]'
+	local out
+	if ! out=$(timeout 30 "$NAT_PY" "$T_TMP/nat_pcap.py" "$T_TMP/$1.pcap" 2>"$T_TMP/$1.pyerr"); then
+		echo "# capture $1 unreadable: $(tail -n 1 "$T_TMP/$1.pyerr")" >&2
+		return 1
+	fi
+	printf '%s\n' "$out"
 }
 
 # cap_count NAME JQ_SELECT: how many frames of a capture match a jq
-# condition (e.g. '.proto == 17 and .dport == 7000').
+# condition (e.g. '.proto == 17 and .dport == 7000'); "unreadable" (status
+# 1) when cap_json cannot read the capture.
 cap_count() {
-	cap_json "$1" | jq "[.[] | select($2)] | length"
+	local j
+	j=$(cap_json "$1") || { echo unreadable; return 1; }
+	jq "[.[] | select($2)] | length" <<<"$j"
 }
 
 # ---------------------------------------------------------------- rule slots

@@ -1,13 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Unit tier: the tests of the tests.  The netns tier's checks that read a
-# capture or need a tool must fail when the capture did not start or the
-# tool the set-up installs is missing, never pass (or skip) by accident.
+# capture or need a tool must fail when the capture did not start (or was
+# cut) or the tool the set-up installs is missing, never pass (or skip) by
+# accident.
 # Each helper runs here against what a failed capture leaves (no file, an
 # empty one, one that is not a capture, a cut header) and must fail; against
 # a real capture with no frames (0) and one frame (1) it must count them.
-# The helpers are the netns tier's own code (check_lib.sh, and cap_read and
-# leak_check taken from route_lib.sh and nat_lib.sh), not copies.
+# The helpers are the netns tier's own code (check_lib.sh; cap_read,
+# leak_check, cap_json, cap_count and nat_pcap.py taken from route_lib.sh
+# and nat_lib.sh), not copies.
 cd "$(dirname "$0")/../.." || exit 1
 T=$(mktemp -d)
 # subshells that exit (cap_read's, leak_check's) must not run it: only this shell
@@ -109,6 +111,40 @@ leak_check "unit" >/dev/null 2>&1
 [ -n "$LEAK_SAW" ] && [ "$LEAK_SAW" != 0 ]
 tap $? "leak_check fails when tcpdump did not exit cleanly" "it saw \"$LEAK_SAW\""
 unset -f is diag sleep kill wait
+
+# ---- cap_json / cap_count (NAT and filter tiers): a capture that did not
+# start, or died, is not "no such frame"
+T_TMP=$T/cj
+mkdir -p "$T_TMP"
+NAT_PY=/usr/bin/python3
+sed -n "/^cat >\"\\\$T_TMP\/nat_pcap.py\" <<'EOF'\$/,/^EOF\$/p" selftests/netns/nat_lib.sh | sed '1d;$d' >"$T_TMP/nat_pcap.py"
+[ -s "$T_TMP/nat_pcap.py" ]
+tap $? "nat_pcap.py is taken from nat_lib.sh" "the heredoc was not found"
+eval "$(sed -n '/^cap_json() {/,/^}/p;/^cap_count() {/,/^}/p' selftests/netns/nat_lib.sh)"
+# a capture cut in its last frame (tcpdump killed while writing)
+head -c 50 "$T/one.pcap" >"$T/cutframe.pcap"
+for bad in missing empty text cut cutframe; do
+	[ "$bad" = missing ] || cp "$T/$bad.pcap" "$T_TMP/$bad.pcap"
+	n=$(cap_count "$bad" 'true' 2>/dev/null)
+	st=$?
+	[ "$st" -ne 0 ] && [ "$n" != 0 ]
+	tap $? "cap_count fails on a capture that did not start or was cut ($bad)" "status $st, it said \"$n\""
+	n=$(cap_count "$bad" '.proto == 17' 2>/dev/null)
+	[ "$n" != 0 ]
+	tap $? "so is \"\$(cap_count F COND)\" 0, \"no such frame\", cannot pass on it ($bad)" "it said $n"
+	j=$(cap_json "$bad" 2>/dev/null)
+	[ -n "$(jq -c '[.[] | select(.proto == 17)]' <<<"$j" 2>/dev/null)" ] &&
+		[ "$(jq -c '[.[] | select(.proto == 17)]' <<<"$j")" = "[]" ]
+	[ $? -ne 0 ]
+	tap $? "nor does a check over cap_json's output see \"[]\" ($bad)" "cap_json printed \"$j\""
+done
+cp "$T/none.pcap" "$T/one.pcap" "$T_TMP/"
+n=$(cap_count none 'true' 2>&1)
+[ "$n" = 0 ]
+tap $? "cap_count on a capture that started and saw nothing: 0" "it said \"$n\""
+n=$(cap_count one '.ethertype == 2054' 2>&1)
+[ "$n" = 1 ]
+tap $? "cap_count on a capture of one ARP frame: 1 (ethertype 0x0806)" "it said \"$n\""
 
 # ---- need: a tool the set-up installs is never a skip
 out=$(
