@@ -333,17 +333,21 @@ link_json() {
 }
 
 # ctr NS DEV REASON [packets|bytes]: one counter of one ingress interface
-# (prints "none" when it cannot be read).
+# (prints "none" when it cannot be read, or stats has no such reason: a
+# misspelt or renamed reason is never a number, so never "0" nor equal to
+# an earlier read).  Compare two reads with grown, never with is.
 ctr() {
 	local v
 	v=$(xdpr_ns "$1" -j stats dev "$2" 2>/dev/null |
 		jq -r --arg d "$2" --arg r "$3" --arg f "${4:-packets}" \
-			'.interfaces[] | select(.dev == $d) | .reasons[$r][$f]' 2>/dev/null)
+			'.interfaces[] | select(.dev == $d) | .reasons[$r][$f] | numbers' 2>/dev/null)
+	[[ "$v" =~ ^[0-9]+$ ]] || v=
 	echo "${v:-none}"
 }
 
 # grown BEFORE NS DEV REASON [packets|bytes]: how much a counter grew since
-# BEFORE ("none" when either value is missing).
+# BEFORE ("none" when either value is missing: `is "$(grown ...)" 0`, "it
+# did not grow", then fails when the counter cannot be read).
 grown() {
 	local now
 	now=$(ctr "$2" "$3" "$4" "${5:-packets}")

@@ -1,15 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Unit tier: the tests of the tests.  The netns tier's checks that read a
-# capture or need a tool must fail when the capture did not start (or was
-# cut) or the tool the set-up installs is missing, never pass (or skip) by
-# accident.
+# capture or a counter or need a tool must fail when the capture did not
+# start (or was cut), the counter cannot be read or the tool the set-up
+# installs is missing, never pass (or skip) by accident.
 # Each helper runs here against what a failed capture leaves (no file, an
 # empty one, one that is not a capture, a cut header) and must fail; against
 # a real capture with no frames (0) and one frame (1) it must count them.
 # The helpers are the netns tier's own code (check_lib.sh; cap_read,
 # leak_check, cap_json, cap_count and nat_pcap.py taken from route_lib.sh
-# and nat_lib.sh), not copies.
+# and nat_lib.sh; ctr and grown from lib.sh), not copies.
 cd "$(dirname "$0")/../.." || exit 1
 T=$(mktemp -d)
 # subshells that exit (cap_read's, leak_check's) must not run it: only this shell
@@ -145,6 +145,29 @@ tap $? "cap_count on a capture that started and saw nothing: 0" "it said \"$n\""
 n=$(cap_count one '.ethertype == 2054' 2>&1)
 [ "$n" = 1 ]
 tap $? "cap_count on a capture of one ARP frame: 1 (ethertype 0x0806)" "it said \"$n\""
+
+# ---- ctr / grown (every tier's counters): a counter that cannot be read,
+# or a reason stats does not have, is never a number
+eval "$(sed -n '/^ctr() {/,/^}/p;/^grown() {/,/^}/p' selftests/netns/lib.sh)"
+STATS='{"interfaces":[{"dev":"r0","reasons":{"forwarded":{"packets":7,"bytes":700},"drop_x":{"packets":0,"bytes":0}}}]}'
+xdpr_ns() { [ -n "$STATS" ] && echo "$STATS"; [ -n "$STATS" ]; }
+[ "$(ctr R r0 forwarded)/$(ctr R r0 forwarded bytes)/$(ctr R r0 drop_x)" = 7/700/0 ]
+tap $? "ctr reads a counter (packets, bytes, a zero)" "it said $(ctr R r0 forwarded)/$(ctr R r0 forwarded bytes)/$(ctr R r0 drop_x)"
+[ "$(grown 5 R r0 forwarded)" = 2 ]
+tap $? "grown: 5 -> 7 is 2" "it said $(grown 5 R r0 forwarded)"
+for what in "no such reason:drop_nosuch" "no such device:forwarded:r9"; do
+	reason=${what#*:} dev=r0
+	[[ "$reason" == *:* ]] && dev=${reason#*:} reason=${reason%%:*}
+	a=$(ctr R "$dev" "$reason")
+	b=$(grown 0 R "$dev" "$reason")
+	[ "$a" = none ] && [ "$b" = none ]
+	tap $? "ctr and grown say none for ${what%%:*} ($reason on $dev)" "ctr said \"$a\", grown \"$b\""
+done
+STATS=
+a=$(ctr R r0 forwarded)
+[ "$a" = none ] && [ "$(grown 0 R r0 forwarded)" = none ] && [ "$(grown "$a" R r0 forwarded)" = none ]
+tap $? "ctr and grown say none when stats fails, so \"did not grow\" (grown = 0) cannot pass" "ctr said \"$a\""
+unset -f xdpr_ns
 
 # ---- need: a tool the set-up installs is never a skip
 out=$(
