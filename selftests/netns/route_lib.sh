@@ -157,38 +157,64 @@ wait_until() {
 # cap_start NS DEV FILE FILTER...: tcpdump in the background, writing FILE
 # (pid in $CAP_PID); returns once it listens.  Stop with cap_stop.
 # --immediate-mode: without it the last packets can sit in a capture ring
-# block that tcpdump never reads when it is stopped.
+# block that tcpdump never reads when it is stopped.  In that mode the ring
+# holds buffer/snaplen frames: -s 1600 -B 32768 (as nat_lib.sh's captures).
+declare -A CAP_FILE
 cap_start() {
 	local ns=$1 dev=$2 file=$3
 	shift 3
-	timeout 60 ip netns exec "$ns" tcpdump -Z root -i "$dev" -n -U --immediate-mode -w "$file" "$@" \
-		2>"$file.err" &
+	rm -f "$file" "$file.err" "$file.bad"
+	timeout 60 ip netns exec "$ns" tcpdump -Z root -i "$dev" -n -U --immediate-mode -s 1600 -B 32768 \
+		-w "$file" "$@" 2>"$file.err" &
 	# shellcheck disable=SC2034 # read by the tests
 	CAP_PID=$!
+	CAP_FILE[$CAP_PID]=$file
 	wait_file_line "$file.err" 'listening on' || {
 		diag_file "$file.err"
 		return 1
 	}
 }
 
-# cap_stop PID: stop a capture and wait for it (its buffered packets are written: -U).
+# cap_stop PID: stop a capture and wait for it (its buffered packets are
+# written: -U).  A capture whose tcpdump did not exit cleanly (it died, or
+# its time limit ended it) or lost packets ("dropped by kernel") is marked
+# incomplete (FILE.bad): cap_read then refuses it, so no count over it
+# passes ("nothing arrived" least of all).  Status 1 then.
 cap_stop() {
+	local file=${CAP_FILE[$1]} rc why=
 	sleep 0.3
 	kill -INT "$1" 2>/dev/null
 	wait "$1" 2>/dev/null
-	return 0
+	rc=$?
+	unset "CAP_FILE[$1]"
+	[ -n "$file" ] || return 1
+	if [ "$rc" -ne 0 ]; then
+		why="tcpdump exited $rc: $(tail -n 1 "$file.err" 2>/dev/null)"
+	elif ! grep -q '^0 packets dropped by kernel' "$file.err" 2>/dev/null; then
+		why="incomplete: $(grep 'dropped by kernel' "$file.err" 2>/dev/null || echo "tcpdump printed no statistics")"
+	fi
+	[ -z "$why" ] && return 0
+	echo "$why" >"$file.bad"
+	diag "capture $file: $why"
+	return 1
 }
 
 # cap_read FILE [tcpdump options]: the capture as text (-n -e -v by default).
-# A capture that is missing, empty or unreadable (it did not start) gives one
-# line "capture unreadable: WHY" and status 1: the tests count lines with
-# grep, so it counts as a frame no pattern allows and never as "no frames".
+# A capture that is missing, empty or unreadable (it did not start), or that
+# cap_stop found incomplete, gives one line "capture unreadable: WHY" and
+# status 1: the tests count lines with grep, so it counts as a frame no
+# pattern allows and never as "no frames".
 cap_read() {
 	local f=$1 err
 	shift
 	[ $# -gt 0 ] || set -- -e -v
-	pcap_read "$f" "$@" 2>"$f.why" && return 0
-	err=$(cat "$f.why")
+	if [ -e "$f.bad" ]; then
+		err="$f: $(cat "$f.bad")"
+	elif pcap_read "$f" "$@" 2>"$f.why"; then
+		return 0
+	else
+		err=$(cat "$f.why")
+	fi
 	echo "capture unreadable: $err"
 	echo "# $err" >&2
 	return 1

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # Unit tier: the tests of the tests.  The netns tier's checks that read a
 # capture or a counter or need a tool must fail when the capture did not
-# start (or was cut), the counter cannot be read or the tool the set-up
+# start (or died), the counter cannot be read or the tool the set-up
 # installs is missing, never pass (or skip) by accident.
 # Each helper runs here against what a failed capture leaves (no file, an
 # empty one, one that is not a capture, a cut header) and must fail; against
 # a real capture with no frames (0) and one frame (1) it must count them.
 # The helpers are the netns tier's own code (check_lib.sh; cap_read,
-# leak_check, cap_json, cap_count and nat_pcap.py taken from route_lib.sh
-# and nat_lib.sh; ctr and grown from lib.sh), not copies.
+# cap_stop, leak_check, cap_json, cap_count and nat_pcap.py taken from
+# route_lib.sh and nat_lib.sh; ctr and grown from lib.sh), not copies.
 cd "$(dirname "$0")/../.." || exit 1
 T=$(mktemp -d)
 # subshells that exit (cap_read's, leak_check's) must not run it: only this shell
@@ -168,6 +168,43 @@ a=$(ctr R r0 forwarded)
 [ "$a" = none ] && [ "$(grown 0 R r0 forwarded)" = none ] && [ "$(grown "$a" R r0 forwarded)" = none ]
 tap $? "ctr and grown say none when stats fails, so \"did not grow\" (grown = 0) cannot pass" "ctr said \"$a\""
 unset -f xdpr_ns
+
+# ---- cap_stop / cap_read (route tier): a capture that died or lost frames is refused
+eval "$(sed -n '/^cap_stop() {/,/^}/p' selftests/netns/route_lib.sh)"
+declare -A CAP_FILE
+diag() { :; }
+sleep() { :; }
+k=0
+for case in "0:0 packets dropped by kernel:ok" "3:0 packets dropped by kernel:died (exit 3)" \
+	"0:2 packets dropped by kernel:lost 2 frames" "0::printed no statistics"; do
+	IFS=: read -r st line what <<<"$case"
+	k=$((k + 1))
+	f=$T/route-$k.pcap
+	cp "$T/none.pcap" "$f"
+	rm -f "$f.bad"
+	printf 'listening on s1\n%s\n' "$line" >"$f.err"
+	# the capture's tcpdump, as it runs under timeout and exits on SIGINT
+	rm -f "$T/ready"
+	timeout 10 sh -c 'trap "kill \$p 2>/dev/null; exit $1" INT; sleep 5 & p=$!; : >"$2"; wait' _ "$st" "$T/ready" &
+	pid=$!
+	for ((w = 0; w < 250; w++)); do
+		[ -e "$T/ready" ] && break
+		command sleep 0.02
+	done
+	CAP_FILE[$pid]=$f
+	cap_stop "$pid"
+	stop=$?
+	n=$(cap_read "$f" -q 2>/dev/null | grep -c .)
+	if [ "$what" = ok ]; then
+		[ "$stop" = 0 ] && [ "$n" = 0 ]
+		tap $? "cap_stop and cap_read: a capture that ran to the end and saw nothing is 0 lines" "cap_stop $stop, $n lines"
+	else
+		[ "$stop" != 0 ] && [ "$n" != 0 ]
+		tap $? "cap_stop fails on a capture whose tcpdump $what, and \"nothing arrived\" over it cannot pass" \
+			"cap_stop $stop, grep -c . said $n"
+	fi
+done
+unset -f diag sleep
 
 # ---- need: a tool the set-up installs is never a skip
 out=$(
