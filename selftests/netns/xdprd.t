@@ -204,10 +204,27 @@ udp_echo "$S" 7010
 f7010=$(xdpr -j filter show | jq '.rules[0].packets')
 is "$(udp "$C1" ask 40003 1 10.0.4.2:7010)" timeout "the file's filter rule (out r1 ... dport 7010 drop) drops"
 num "$(xdpr -j filter show | jq '.rules[0].packets')" -gt "$f7010" "and counts it"
-cap_start leak "$S" s0 "$LEAK_FILTER" || abort "no capture on s0"
-( for ((i = 0; i < 120; i++)); do echo "probe $i"; sleep 0.05; done ) |
-	T_TIMEOUT=20 in_ns "$C1" socat -u - UDP4-DATAGRAM:10.0.4.2:7009 2>/dev/null &
-SPRAY=$!
+# spray_start: C1 sends "probe N" to S:7009 every 0.05 s until spray_stop
+# (20 s at most).  A capture "no inside source on the wire while ..." also
+# takes the probes (udp dst port 7009): the probes that reach S translated
+# after the change are its proof that traffic ran through it.
+spray_start() {
+	rm -f "$T_TMP/spray.stop"
+	( for ((i = 0; i < 400; i++)); do [ -e "$T_TMP/spray.stop" ] && break; echo "probe $i"; sleep 0.05; done ) |
+		T_TIMEOUT=25 in_ns "$C1" socat -u - UDP4-DATAGRAM:10.0.4.2:7009 2>/dev/null &
+	SPRAY=$!
+}
+spray_stop() {
+	touch "$T_TMP/spray.stop"
+	wait "$SPRAY"
+}
+# probes_after FILE T: C1's probes in a capture on S, translated (from
+# 10.0.2.1), that arrived after T (date +%s.%N); nothing if unreadable
+probes_after() {
+	pcap_read "$1" -tt 'src host 10.0.2.1 and udp dst port 7009' | awk -v t="$2" '$1 > t' | grep -c .
+}
+cap_start leak "$S" s0 "udp dst port 7009 or ($LEAK_FILTER)" || abort "no capture on s0"
+spray_start
 old=$(ip -n "$R" -j link show r1 | jq '.[0].ifindex')
 c_before=$(ctr "$R" r1 forwarded)
 num "$c_before" -ge 1 "r1 has forwarded packets ($c_before) before it is deleted"
@@ -219,14 +236,17 @@ att=$(r1_attached "$new")
 is "$att" "$new" "r1 re-created (ifindex $old -> $new): xdprd attached it again"
 ok "xdprd logged it" logged 1 "r1 appeared (ifindex $new): attached in native mode"
 like "$(udp "$C1" ask 40002 3 10.0.4.2:7000)" '^10\.0\.2\.1:' "through the new r1 the UDP flow is masqueraded again"
+t_back=$(date +%s.%N)
 num "$(ctr "$R" r1 forwarded)" -gt "$c_before" "r1's counters went on from $c_before (the same slot)"
 f7010=$(xdpr -j filter show | jq '.rules[0].packets')
 is "$(udp "$C1" ask 40004 1 10.0.4.2:7010)" timeout "the filter rule follows the name: out the new r1, UDP 7010 still dropped"
 num "$(xdpr -j filter show | jq '.rules[0].packets')" -gt "$f7010" "and counted by the same rule"
-wait "$SPRAY"
+spray_stop
 ok "the capture on S ran to the end, nothing dropped" cap_stop leak
-is "$(pcap_count "$T_TMP/leak.pcap")" 0 \
+is "$(pcap_count "$T_TMP/leak.pcap" "$LEAK_FILTER")" 0 \
 	"capture on S over the re-creation: no packet with an inside source"
+num "$(probes_after "$T_TMP/leak.pcap" "$t_back")" -ge 1 \
+	"... while C1's probes ran through it: they reach S translated after r1 is back"
 
 # ---- kill -9 and restart under a TCP transfer through the NAT
 stream_start "$C1" "$S" 10.0.4.2 5201 60
@@ -286,19 +306,20 @@ ok "it logs that it waits for r1" logged 1 "waiting for r1"
 is "$(xdpr -j link show | jq -r '[.[] | select(.state == "attached") | .dev] | sort | join(" ")')" "r0 r2" \
 	"r0 and r2 are attached"
 is "$(xdpr -j nat show | jq -r '.[] | "\(.dev) \(.state)"')" "r1 waiting" "the NAT rule waits for r1"
-cap_start leak2 "$S" s0 "$LEAK_FILTER" || abort "no capture on s0"
-( for ((i = 0; i < 100; i++)); do echo "probe $i"; sleep 0.03; done ) |
-	T_TIMEOUT=20 in_ns "$C1" socat -u - UDP4-DATAGRAM:10.0.4.2:7009 2>/dev/null &
-SPRAY=$!
+cap_start leak2 "$S" s0 "udp dst port 7009 or ($LEAK_FILTER)" || abort "no capture on s0"
+spray_start
 sleep 0.3
+t_back=$(date +%s.%N)
 recreate_r1
 new=$(ip -n "$R" -j link show r1 | jq '.[0].ifindex')
 is "$(r1_attached "$new")" "$new" "r1 appeared: attached"
 is "$(xdpr -j nat show | jq -r '.[] | "\(.dev) \(.state)"')" "r1 applied" "its NAT rule is applied"
-wait "$SPRAY"
+spray_stop
 ok "the capture on S ran to the end, nothing dropped" cap_stop leak2
-is "$(pcap_count "$T_TMP/leak2.pcap")" 0 \
+is "$(pcap_count "$T_TMP/leak2.pcap" "$LEAK_FILTER")" 0 \
 	"capture on S while r1 appeared: no packet with an inside source"
+num "$(probes_after "$T_TMP/leak2.pcap" "$t_back")" -ge 1 \
+	"... while C1's probes ran through it: they reach S translated once r1 is there"
 # a manual detach stays (the detach's own link notification is not an interface appearing)
 ok "xdpr link detach r2 (by hand, beside the daemon)" xdpr link detach r2
 sleep 1
