@@ -30,9 +30,12 @@ probe() {
 }
 
 # listed: the pool addresses of the rules for $SRC on r1, comma separated
+# (empty: none; "nat show failed: ..." when it cannot be read, never empty)
 listed() {
-	xdpr -j nat show 2>/dev/null |
-		jq -r '[.[] | select(.dev == "r1" and .src == "10.0.1.0" and .src_len == 24) | .pool_first] | join(",")'
+	local j
+	j=$(xdpr -j nat show 2>&1) || { echo "nat show failed: $j"; return 1; }
+	jq -r '[.[] | select(.dev == "r1" and .src == "10.0.1.0" and .src_len == 24) | .pool_first] | join(",")' \
+		<<<"$j" 2>&1
 }
 
 # killed STEP WORDS...: `xdpr WORDS` killed at STEP (exit 137: the step was reached).
