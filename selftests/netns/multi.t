@@ -66,6 +66,7 @@ num "$(grown "$b0" "$RB" r0 forwarded)" -ge 500 "router B: r0 forwarded grew by 
 is "$(snap "$RA")" "$a0" "router A's forwarded counters did not see B's traffic"
 
 b1=$(snap "$RB")
+like "$b1" '"dev":"r0".*"dev":"r1"' "router B: -j stats reads r0 and r1"
 ok "router A: IPv4 ping C -> S (20 echoes)" ping4 "$CA" 10.0.2.2 20
 is "$(snap "$RB")" "$b1" "router B's forwarded counters did not see A's traffic"
 
