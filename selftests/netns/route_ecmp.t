@@ -84,8 +84,11 @@ if cap_start "$S1" s1 "$T_TMP/e4a2.pcap" 'udp dst port 9000' &&
 	is "$(sports "$T_TMP/e4a2.pcap" | cut -d' ' -f1 | tr '\n' ' ')" \
 		"$(sports "$T_TMP/e4a.pcap" | cut -d' ' -f1 | tr '\n' ' ')" \
 		"ip4: the second time, s1 gets exactly the flows it got the first time"
+	is "$(sports "$T_TMP/e4b2.pcap" | cut -d' ' -f1 | tr '\n' ' ')" \
+		"$(sports "$T_TMP/e4b.pcap" | cut -d' ' -f1 | tr '\n' ' ')" \
+		"ip4: ... and s2 exactly the flows it got the first time"
 else
-	fail "tcpdump did not start: the 2 checks of the capture were not made"
+	fail "tcpdump did not start: the 3 checks of the capture were not made"
 fi
 
 # ---- IPv6 over r1 and r2
