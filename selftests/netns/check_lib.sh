@@ -6,6 +6,7 @@
 #   pcap_read FILE [TCPDUMP ARGS...]  the capture as text (tcpdump -r FILE -n ARGS)
 #   pcap_count FILE [FILTER...]       how many frames it holds (that match FILTER)
 #   need TOOL...                      the file needs these tools
+#   json_of FILTER CMD...             CMD's JSON through jq -S -c FILTER
 #
 # A capture that is missing, empty (tcpdump never wrote its header: it did
 # not start) or unreadable is an error, never "no packets": pcap_read and
@@ -35,6 +36,24 @@ pcap_count() {
 	local out
 	out=$(pcap_read "$@") || return 1
 	grep -c '^[0-9]' <<<"$out" || true
+}
+
+# json_of FILTER CMD...: what CMD prints (JSON), through jq -S -c FILTER.
+# When CMD fails or prints no JSON: one line "unreadable (TIME): WHY" and
+# status 1.  No two calls print that line alike (TIME has microseconds), so
+# an "unchanged" check that compares two reads fails when both failed, as
+# a check against a value does (two empty reads used to compare equal).
+json_of() {
+	local f=$1 out e=${T_TMP:-/tmp}/json_of.$BASHPID.err
+	shift
+	if out=$("$@" 2>"$e") && out=$(jq -S -c "$f" <<<"$out" 2>>"$e") && [ -n "$out" ]; then
+		rm -f "$e"
+		printf '%s\n' "$out"
+		return 0
+	fi
+	echo "unreadable ($EPOCHREALTIME): $(grep -m1 . "$e" 2>/dev/null || echo "no output")"
+	rm -f "$e"
+	return 1
 }
 
 # The packages the README's set-up installs (scripts/packages.txt), and the

@@ -144,9 +144,11 @@ flt_show() {
 	xdpr -j filter show 2>/dev/null | jq -c . 2>/dev/null
 }
 
-# flt_rules: the rule list without counters, normalised (for "unchanged" checks).
+# flt_rules: the rule list without counters, normalised (for "unchanged"
+# checks); "unreadable (TIME): ..." when it fails (json_of: never equal to
+# another read).
 flt_rules() {
-	xdpr -j filter show 2>&1 | jq -S -c 'walk(if type == "object" then del(.packets, .bytes, .counters) else . end)' 2>&1
+	json_of 'walk(if type == "object" then del(.packets, .bytes, .counters) else . end)' xdpr -j filter show
 }
 
 # ---------------------------------------------------------------- packets

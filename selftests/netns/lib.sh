@@ -192,6 +192,7 @@ t_init() {
 
 # need TOOL...: check_lib.sh (a tool the set-up installs is never a skip).
 # pcap_read, pcap_count: check_lib.sh (a capture that did not start is an error).
+# json_of: check_lib.sh (a failed read is never equal to anything).
 # shellcheck source=selftests/netns/check_lib.sh
 . "$XDPR_ROOT/selftests/netns/check_lib.sh"
 
@@ -327,9 +328,10 @@ xdp_pass_obj() {
 	echo "$obj"
 }
 
-# link_json NS: `xdpr -j link show` normalised (sorted keys, compact).
+# link_json NS: `xdpr -j link show` normalised (sorted keys, compact);
+# "unreadable (TIME): ..." when it fails (json_of: never equal to another read).
 link_json() {
-	xdpr_ns "$1" -j link show 2>/dev/null | jq -S -c . 2>/dev/null
+	json_of . xdpr_ns "$1" -j link show
 }
 
 # ctr NS DEV REASON [packets|bytes]: one counter of one ingress interface

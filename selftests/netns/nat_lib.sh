@@ -132,9 +132,10 @@ nat_grown() {
 }
 
 # nat_rules: `-j nat show` without counters and held ports, normalised (for
-# "unchanged" checks).
+# "unchanged" checks); "unreadable (TIME): ..." when it fails (json_of:
+# never equal to another read).
 nat_rules() {
-	xdpr -j nat show 2>&1 | jq -S -c 'map(del(.counters, .held))' 2>&1
+	json_of 'map(del(.counters, .held))' xdpr -j nat show
 }
 
 # sessions [ARGS...]: `-j nat sessions ARGS`, compact.

@@ -119,9 +119,10 @@ lladdr() {
 	ip -n "$1" -j -6 addr show dev "$2" scope link | jq -r '[.[0].addr_info[] | select(.scope == "link") | .local][0] // empty'
 }
 
-# rt_json: `xdpr -j route show` of R, normalised (sorted keys, compact).
+# rt_json: `xdpr -j route show` of R, normalised (sorted keys, compact);
+# "unreadable (TIME): ..." when it fails (json_of: never equal to another read).
 rt_json() {
-	xdpr -j route show 2>/dev/null | jq -S -c . 2>/dev/null
+	json_of . xdpr -j route show
 }
 
 # rt_ctr PREFIX [packets|bytes]: one route's counter in R ("none" when absent).

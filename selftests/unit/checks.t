@@ -9,7 +9,8 @@
 # a real capture with no frames (0) and one frame (1) it must count them.
 # The helpers are the netns tier's own code (check_lib.sh; cap_read,
 # cap_stop, leak_check, cap_json, cap_count and nat_pcap.py taken from
-# route_lib.sh and nat_lib.sh; ctr and grown from lib.sh), not copies.
+# route_lib.sh and nat_lib.sh; ctr and grown from lib.sh), not copies.  A
+# read of the CLI's state that failed (json_of) never equals another.
 cd "$(dirname "$0")/../.." || exit 1
 T=$(mktemp -d)
 # subshells that exit (cap_read's, leak_check's) must not run it: only this shell
@@ -205,6 +206,34 @@ for case in "0:0 packets dropped by kernel:ok" "3:0 packets dropped by kernel:di
 	fi
 done
 unset -f diag sleep
+
+# ---- json_of (link_json, rt_json, nat_rules, flt_rules): a failed read is
+# never equal to anything, another failed read included
+T_TMP=$T/jo
+mkdir -p "$T_TMP"
+fake_show() { [ "$1" = ok ] && echo '{"b":[1,2],"a":"x"}'; [ "$1" = text ] && echo "Error: no"; [ "$1" = ok ]; }
+out=$(json_of . fake_show ok)
+[ "$out" = '{"a":"x","b":[1,2]}' ]
+tap $? "json_of: a read that works is CMD's JSON through jq -S -c" "it said \"$out\""
+for what in fails:text "prints nothing:none" "prints no JSON (exit 0):textok"; do
+	how=${what#*:}
+	fake() { case $1 in text) echo "Error: no"; return 1 ;; none) return 1 ;; textok) echo "Error: no" ;; esac; }
+	a=$(json_of . fake "$how")
+	sta=$?
+	b=$(json_of . fake "$how")
+	[ "$sta" -ne 0 ] && [[ "$a" == unreadable* ]] && [ "$a" != "$b" ]
+	tap $? "json_of: a command that ${what%%:*} is unreadable, and two such reads differ (\"unchanged\" cannot pass)" \
+		"status $sta, \"$a\" and \"$b\""
+done
+unset -f fake fake_show
+eval "$(sed -n '/^link_json() {/,/^}/p' selftests/netns/lib.sh)"
+xdpr_ns() { echo "Error: xdpr is not attached" >&2; return 1; }
+a=$(link_json R 2>/dev/null)
+b=$(link_json R 2>/dev/null)
+[ "$a" != "$b" ]
+tap $? "link_json: with link show failing, two reads differ (\"link show unchanged\" cannot pass)" \
+	"\"$a\" and \"$b\""
+unset -f xdpr_ns
 
 # ---- need: a tool the set-up installs is never a skip
 out=$(
