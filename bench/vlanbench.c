@@ -106,7 +106,7 @@ static struct dev *dev_get(const char *name)
 static void setup(struct xdpr_bpf *skel)
 {
 	int tx = bpf_map__fd(skel->maps.xdpr_tx_ports), ifs = bpf_map__fd(skel->maps.xdpr_ifaces);
-	int vls = bpf_map__fd(skel->maps.xdpr_vlans);
+	int vls = bpf_map__fd(skel->maps.xdpr_vlans), vcfg = bpf_map__fd(skel->maps.xdpr_vlan_cfg);
 	FILE *f;
 
 	for (int i = 0; i < NDEVS; i++) {
@@ -134,26 +134,42 @@ static void setup(struct xdpr_bpf *skel)
 	f = fopen("/proc/sys/net/ipv6/conf/all/forwarding", "w");
 	if (!f || fputs("1", f) < 0 || fclose(f))
 		die("cannot turn IPv6 forwarding on");
-	/* as the loader: ports into the devmap and xdpr_ifaces; VLANs into xdpr_ifaces and xdpr_vlans */
-	for (int i = 0; i < NDEVS; i++) {
-		struct dev *d = &devs[i];
-		struct xdpr_iface c = { .slot = d->slot, .flags = XDPR_IF_XMIT };
+	/*
+	 * as the loader: ports into the devmap and xdpr_ifaces, each a trunk
+	 * number (its position); VLANs into xdpr_ifaces, their settings' copy
+	 * into xdpr_vlan_cfg and their port's row of xdpr_vlans
+	 */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < NDEVS; i++) {
+			struct dev *d = &devs[i];
+			struct xdpr_iface c = { .slot = d->slot, .flags = XDPR_IF_XMIT };
 
-		memcpy(c.mac, d->hw, 6);
-		if (d->parent) {
-			struct xdpr_vlan_key k = { .ifindex = dev_get(d->parent)->ifindex, .vid = d->vid };
+			if (!d->parent != !pass)
+				continue;
+			memcpy(c.mac, d->hw, 6);
+			if (d->parent) {
+				struct xdpr_vlan_cfg vc = { .ifindex = d->ifindex };
+				struct xdpr_iface pc;
+				__u32 k;
 
-			c.flags |= XDPR_IF_VLAN;
-			c.parent = k.ifindex;
-			c.vid = d->vid;
-			if (bpf_map_update_elem(ifs, &d->ifindex, &c, BPF_ANY) ||
-			    bpf_map_update_elem(vls, &k, &d->ifindex, BPF_ANY))
-				die("cannot register VLAN %s: %s", d->name, strerror(errno));
-		} else if (bpf_map_update_elem(tx, &d->ifindex, &d->ifindex, BPF_ANY) ||
-			   bpf_map_update_elem(ifs, &d->ifindex, &c, BPF_ANY)) {
-			die("cannot register %s: %s", d->name, strerror(errno));
+				c.flags |= XDPR_IF_VLAN;
+				c.parent = dev_get(d->parent)->ifindex;
+				c.vid = d->vid;
+				vc.cfg = c;
+				if (bpf_map_lookup_elem(ifs, &c.parent, &pc))
+					die("VLAN %s: its port is not registered", d->name);
+				k = (pc.trunk - 1) * XDPR_VIDS + d->vid;
+				if (bpf_map_update_elem(ifs, &d->ifindex, &c, BPF_ANY) ||
+				    bpf_map_update_elem(vcfg, &c.slot, &vc, BPF_ANY) ||
+				    bpf_map_update_elem(vls, &k, &c.slot, BPF_ANY))
+					die("cannot register VLAN %s: %s", d->name, strerror(errno));
+				continue;
+			}
+			c.trunk = i + 1;
+			if (bpf_map_update_elem(tx, &d->ifindex, &d->ifindex, BPF_ANY) ||
+			    bpf_map_update_elem(ifs, &d->ifindex, &c, BPF_ANY))
+				die("cannot register %s: %s", d->name, strerror(errno));
 		}
-	}
 }
 
 static void put16(__u8 *p, __u16 v) { p[0] = v >> 8; p[1] = v; }

@@ -33,13 +33,21 @@ struct {
 	__type(value, __u32);
 } xdpr_tx_ports SEC(".maps");
 
-/* A port's 802.1Q VLANs: (port, VID) -> the VLAN's ifindex (bpf/vlan.h). */
+/* A port's 802.1Q VLANs (xdpr_shared.h, bpf/vlan.h): (trunk, VID) -> the VLAN's counter slot, */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XDPR_MAX_IFACES);
-	__type(key, struct xdpr_vlan_key);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XDPR_MAX_TRUNKS * XDPR_VIDS);
+	__type(key, __u32);
 	__type(value, __u32);
 } xdpr_vlans SEC(".maps");
+
+/* and by that slot the VLAN's settings. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XDPR_MAX_IFACES);
+	__type(key, __u32);
+	__type(value, struct xdpr_vlan_cfg);
+} xdpr_vlan_cfg SEC(".maps");
 
 /*
  * The frame's VLAN state, per CPU, written at the start of every frame:
@@ -54,8 +62,10 @@ struct xdpr_l2 {
 	__u16 out_tci;  /* the tag a redirect out of out_vlan gets (claim_egress) */
 	__u8 popped;    /* in_tci was taken off: it goes back on before a hand-over */
 	__u8 in_prio;   /* the packet's priority from the ingress VLAN's ingress-qos-map */
-	__u16 mac[6];   /* the addresses being moved, off the stack (xdpr_main's frame */
-	struct xdpr_vlan_key key; /* is on every call chain), and the xdpr_vlans key */
+	__u16 pad;
+	__u32 mac[3];   /* the addresses being moved, off the stack (xdpr_main's frame */
+	__u32 vkey;     /* is on every call chain), and the xdpr_vlans and */
+	__u32 vslot;    /* xdpr_vlan_cfg keys */
 };
 
 /*

@@ -2,7 +2,8 @@
 /*
  * vlan.h - 802.1Q VLANs of attached ports, in XDP.
  *
- * A tagged frame whose VID is a VLAN of its port (xdpr_vlans) has its tag
+ * A tagged frame whose VID is a VLAN of its port (xdpr_vlans, two array
+ * lookups from the port's trunk number: xdpr_shared.h) has its tag
  * taken off at once (vlan_in) and goes through the path as the VLAN's:
  * FIB lookup, filter, NAT and counters see the VLAN as ingress interface.
  * At the exit (vlan_out) the frame gets the tag it needs:
@@ -37,6 +38,31 @@
 #define VLAN_HLEN 4
 
 /*
+ * The 12 address bytes at p into l2->mac, or back: three 32-bit words, not
+ * a byte-wise memcpy (a packet pointer has no known alignment: clang would
+ * move them byte by byte, 48 instructions a move).  Needs an architecture
+ * without strict alignment (x86-64, arm64): the verifier refuses the
+ * program elsewhere, it never misreads.
+ */
+static __always_inline void macs_save(struct xdpr_l2 *l2, const void *p)
+{
+	const __u32 *w = p;
+
+	l2->mac[0] = w[0];
+	l2->mac[1] = w[1];
+	l2->mac[2] = w[2];
+}
+
+static __always_inline void macs_put(const struct xdpr_l2 *l2, void *p)
+{
+	__u32 *w = p;
+
+	w[0] = l2->mac[0];
+	w[1] = l2->mac[1];
+	w[2] = l2->mac[2];
+}
+
+/*
  * A tagged frame on a port (ifindex): for one of its VLANs, the tag comes off and
  * *in becomes the VLAN's settings; STEP_NEXT, or the frame's exit reason.
  */
@@ -46,8 +72,9 @@ static __always_inline int vlan_in(struct xdp_md *ctx, __u32 port, struct xdpr_l
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct vlan_tag *tag = data + sizeof(*eth);
+	struct xdpr_vlan_cfg *vc;
 	struct xdpr_iface *vl;
-	__u32 vif, *v;
+	__u32 vif, vid, trunk, *v;
 	__u16 tci;
 
 	if ((void *)(eth + 1) > end || !eth_proto_is_vlan(eth->h_proto))
@@ -60,24 +87,30 @@ static __always_inline int vlan_in(struct xdp_md *ctx, __u32 port, struct xdpr_l
 		return XDPR_PASS_VLAN_QINQ;
 	tci = bpf_ntohs(tag->tci);
 	asm volatile("%0 &= 0xffff" : "+r"(tci)); /* bounded for older verifiers (6.1: in_prio[tci >> 13]) */
-	l2->key.ifindex = port;
-	l2->key.vid = tci & 0xfff;
-	v = *in ? bpf_map_lookup_elem(&xdpr_vlans, &l2->key) : NULL;
-	if (!v)
+	vid = tci & 0xfff;
+	trunk = *in ? (*in)->trunk : 0;
+	if (!trunk || trunk > XDPR_MAX_TRUNKS)
 		return XDPR_PASS_VLAN;
-	vif = *v;
-	vl = bpf_map_lookup_elem(&xdpr_ifaces, &vif);
-	if (!vl)
+	l2->vkey = (trunk - 1) * XDPR_VIDS + vid;
+	v = bpf_map_lookup_elem(&xdpr_vlans, &l2->vkey);
+	if (!v || !*v)
 		return XDPR_PASS_VLAN;
+	l2->vslot = *v;
+	vc = bpf_map_lookup_elem(&xdpr_vlan_cfg, &l2->vslot);
+	/* an entry left behind leads nowhere but to this port's VLAN of this VID */
+	if (!vc || !vc->ifindex || vc->cfg.parent != port || vc->cfg.vid != vid)
+		return XDPR_PASS_VLAN;
+	vif = vc->ifindex;
+	vl = &vc->cfg;
 	/* the addresses move up over the tag */
-	__builtin_memcpy(l2->mac, eth, sizeof(l2->mac));
+	macs_save(l2, eth);
 	if (bpf_xdp_adjust_head(ctx, VLAN_HLEN))
 		return XDPR_PASS_VLAN;
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
 	if (data + sizeof(l2->mac) > end)
 		return XDPR_DROP_SHORT; /* cannot be: 14 bytes are left of 18 */
-	__builtin_memcpy(data, l2->mac, sizeof(l2->mac));
+	macs_put(l2, data);
 	l2->in_if = vif;
 	l2->in_tci = tci;
 	l2->popped = 1;
@@ -117,8 +150,8 @@ static __always_inline int vlan_push(struct xdp_md *ctx, struct xdpr_l2 *l2, __u
 	end = (void *)(long)ctx->data_end;
 	if (data + sizeof(struct ethhdr) + VLAN_HLEN > end)
 		return -1;
-	__builtin_memcpy(l2->mac, data + VLAN_HLEN, sizeof(l2->mac));
-	__builtin_memcpy(data, l2->mac, sizeof(l2->mac));
+	macs_save(l2, data + VLAN_HLEN);
+	macs_put(l2, data);
 	/* TPID and TCI after the addresses; the EtherType stays where it was, after them */
 	t = data + sizeof(l2->mac);
 	t[0] = bpf_htons(ETH_P_8021Q);

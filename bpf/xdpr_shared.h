@@ -41,7 +41,7 @@ struct xdpr_iface {
 	__u32 flags;   /* enum xdpr_iface_flags */
 	__u8  mac[6];  /* the interface's address: unicast frames to others are not ours */
 	__u8  nrules;  /* NAT rules on this (outside) interface */
-	__u8  pad;
+	__u8  trunk;   /* port: its VLANs' row in xdpr_vlans, 1..XDPR_MAX_TRUNKS; 0: none */
 	__u8  rules[XDPR_NAT_IF_RULES]; /* their ids, index into xdpr_nat_rules */
 	/* VLANs (XDPR_IF_VLAN) only; zero on ports */
 	__u32 parent;  /* the port (ifindex) its frames arrive and leave through */
@@ -51,10 +51,22 @@ struct xdpr_iface {
 	__u8  pad2;
 };
 
-/* xdpr_vlans: a port's VLAN by VID -> the VLAN's ifindex (its xdpr_ifaces entry). */
-struct xdpr_vlan_key {
-	__u32 ifindex; /* the port */
-	__u32 vid;
+/*
+ * A port's VLANs, found with two array lookups (no hash on the way in):
+ * xdpr_vlans, ARRAY, key (trunk - 1) * XDPR_VIDS + VID, trunk the port's
+ * xdpr_iface.trunk, value the VLAN's counter slot (0: no VLAN of that VID,
+ * or it is down); xdpr_vlan_cfg, ARRAY by counter slot: the VLAN's ifindex
+ * and a copy of its xdpr_ifaces entry, written with it (loader/core.c
+ * xdpr_iface_put).  The program checks that the copy is a VLAN of that
+ * port and VID, so an entry left behind can only lead to the right VLAN.
+ */
+#define XDPR_MAX_TRUNKS 32 /* ports with VLANs at once */
+#define XDPR_VIDS 4096
+
+struct xdpr_vlan_cfg {
+	__u32 ifindex; /* the VLAN; 0: the slot holds no VLAN */
+	__u32 pad;
+	struct xdpr_iface cfg;
 };
 
 /*
@@ -188,6 +200,7 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_MAP_FLOWS    "xdpr_flt_flows"
 #define XDPR_MAP_FRAGS    "xdpr_flt_frags"
 #define XDPR_MAP_VLANS    "xdpr_vlans"
+#define XDPR_MAP_VLAN_CFG "xdpr_vlan_cfg"
 #define XDPR_PROG_FLT_GC  "xdpr_flt_gc"
 
 /* ---- source NAT (IPv4) ---- */
@@ -696,7 +709,7 @@ struct xdpr_gc_cmd {
 
 /* Compile-time checks on everything that crosses the user/kernel line. */
 _Static_assert(sizeof(struct xdpr_iface) == 56, "xdpr_iface layout");
-_Static_assert(sizeof(struct xdpr_vlan_key) == 8, "xdpr_vlan_key layout");
+_Static_assert(sizeof(struct xdpr_vlan_cfg) == 64, "xdpr_vlan_cfg layout");
 _Static_assert(sizeof(struct xdpr_nat_rule) == 56, "xdpr_nat_rule layout");
 _Static_assert(sizeof(struct xdpr_cfg) == 64, "xdpr_cfg layout");
 _Static_assert(sizeof(struct xdpr_route) == 8 + 28 * XDPR_RT_MAX_NH, "xdpr_route layout");

@@ -45,6 +45,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_FLT_IF] = XDPR_MAP_FLT_IF,     [XM_FLT_HDR] = XDPR_MAP_FLT_HDR,
 	[XM_FLT_STATS] = XDPR_MAP_FLT_STATS, [XM_FLOWS] = XDPR_MAP_FLOWS,
 	[XM_FLT_FRAGS] = XDPR_MAP_FRAGS,   [XM_VLANS] = XDPR_MAP_VLANS,
+	[XM_VLAN_CFG] = XDPR_MAP_VLAN_CFG,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 	[XM_SLOTS] = "xdpr_slot_names",
 };
@@ -639,10 +640,45 @@ bool xdpr_fault(const char *point, const char *dev)
 	return false;
 }
 
+int xdpr_iface_put(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *c, __u64 flags)
+{
+	struct xdpr_vlan_cfg v = { .ifindex = ifindex, .cfg = *c };
+	__u32 slot = c->slot;
+
+	if (bpf_map_update_elem(x->fd[XM_IFACES], &ifindex, c, flags))
+		return -errno;
+	if (!(c->flags & XDPR_IF_VLAN) || !slot || slot >= XDPR_MAX_IFACES || x->fd[XM_VLAN_CFG] < 0)
+		return 0;
+	return bpf_map_update_elem(x->fd[XM_VLAN_CFG], &slot, &v, BPF_ANY) ? -errno : 0;
+}
+
+int xdpr_vlan_unset(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *c)
+{
+	struct xdpr_iface port;
+	struct xdpr_vlan_cfg v;
+	__u32 slot = c->slot, cur, zero = 0;
+	long key;
+
+	if (!(c->flags & XDPR_IF_VLAN) || !slot || slot >= XDPR_MAX_IFACES || x->fd[XM_VLAN_CFG] < 0)
+		return 0;
+	if (x->fd[XM_VLANS] >= 0 && !bpf_map_lookup_elem(x->fd[XM_IFACES], &c->parent, &port) &&
+	    !(port.flags & XDPR_IF_VLAN) && (key = xdpr_vid_key(port.trunk, c->vid)) >= 0) {
+		__u32 k = key;
+
+		if (!bpf_map_lookup_elem(x->fd[XM_VLANS], &k, &cur) && cur == slot &&
+		    bpf_map_update_elem(x->fd[XM_VLANS], &k, &zero, BPF_ANY))
+			return -errno;
+	}
+	if (bpf_map_lookup_elem(x->fd[XM_VLAN_CFG], &slot, &v) || v.ifindex != ifindex)
+		return 0;
+	memset(&v, 0, sizeof(v));
+	return bpf_map_update_elem(x->fd[XM_VLAN_CFG], &slot, &v, BPF_ANY) ? -errno : 0;
+}
+
 int xdpr_prune_dead_ifaces(struct xdpr *x)
 {
 	__u32 dead[XDPR_MAX_IFACES], key, *prev = NULL;
-	int ndead = 0, err = 0;
+	int ndead = 0, nvlan = 0, err = 0;
 
 	if (x->fd[XM_IFACES] < 0)
 		return 0;
@@ -654,13 +690,23 @@ int xdpr_prune_dead_ifaces(struct xdpr *x)
 			dead[ndead++] = key;
 		prev = &key;
 	}
-	for (int i = 0; i < ndead; i++)
+	for (int i = 0; i < ndead; i++) {
+		struct xdpr_iface c;
+
+		/* a deleted VLAN: no frame is routed as its from here (vlan.c sweeps the rest) */
+		int e = bpf_map_lookup_elem(x->fd[XM_IFACES], &dead[i], &c) ? 0 : xdpr_vlan_unset(x, dead[i], &c);
+
+		if (e && !err) {
+			err = e;
+			seterr(x, "cannot take deleted VLAN %u out: %s", dead[i], strerror(-err));
+		}
 		if (bpf_map_delete_elem(x->fd[XM_IFACES], &dead[i]) && errno != ENOENT && !err) {
 			err = -errno;
 			seterr(x, "cannot remove the settings of deleted interface %u: %s", dead[i],
 			       strerror(-err));
 		}
-	return err ? err : ndead;
+	}
+	return err ? err : ndead - nvlan;
 }
 
 int xdpr_refresh(struct xdpr *x)

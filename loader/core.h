@@ -56,10 +56,33 @@ int xdpr_netns_ino(unsigned long *ino);
  * network namespace (deleted while attached: the kernel takes their program
  * and devmap entry away, not their settings).  Call it holding the lock;
  * xdpr_open(XDPR_O_LOCK) and xdpr_attach() do.  NAT rules that name a
- * deleted ifindex are not touched.  Returns how many were removed, or
- * -errno with x->err.
+ * deleted ifindex are not touched, nor are deleted VLANs (xdpr_vlan_sync
+ * takes them out in order and says so).  Returns how many were removed,
+ * or -errno with x->err.
  */
 int xdpr_prune_dead_ifaces(struct xdpr *x);
+
+/*
+ * Interface ifindex's settings into xdpr_ifaces (flags as for
+ * bpf_map_update_elem), and a VLAN's into its copy in xdpr_vlan_cfg, the
+ * one the program reads at ingress: every write of a VLAN's settings goes
+ * through here.  0 or -errno.
+ */
+int xdpr_iface_put(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *c, __u64 flags);
+
+/* The xdpr_vlans key of a trunk's VID, or -1 when there is none (trunk 0). */
+static inline long xdpr_vid_key(unsigned int trunk, unsigned int vid)
+{
+	return trunk && trunk <= XDPR_MAX_TRUNKS && vid < XDPR_VIDS ? (long)(trunk - 1) * XDPR_VIDS + vid
+								  : -1;
+}
+
+/*
+ * Take VLAN ifindex (settings c) out of what the program finds at ingress:
+ * its VID entry (if it still leads to its slot), then its settings' copy
+ * (if still its).  Its xdpr_ifaces entry is the caller's.  0 or -errno.
+ */
+int xdpr_vlan_unset(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *c);
 
 /*
  * TEST-ONLY fault injection, for the rollback paths no real failure reaches

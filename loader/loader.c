@@ -717,6 +717,13 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		pd[i].cfg.slot = pd[i].slot;
 		/* XDPR_IF_XMIT is probed once our program is attached (attach_one) */
 		pd[i].cfg.flags = mode == XDPR_MODE_SKB ? XDPR_IF_GENERIC : 0;
+		{ /* attached again: its VLANs keep their row (vlan.c) */
+			struct xdpr_iface old;
+
+			if (x->fd[XM_IFACES] >= 0 && !bpf_map_lookup_elem(x->fd[XM_IFACES], &pd[i].ifindex, &old) &&
+			    !(old.flags & XDPR_IF_VLAN))
+				pd[i].cfg.trunk = old.trunk;
+		}
 		/* rules waiting for this name: nothing inside leaves it until they are bound */
 		if (x->fd[XM_RULES] >= 0 && xdpr_nat_waits_for(x, ifnames[i]))
 			pd[i].cfg.flags |= XDPR_IF_NAT_PENDING;
@@ -783,7 +790,7 @@ out:
 
 int xdpr_link_sync(struct xdpr *x)
 {
-	int changed = 0;
+	int changed = 0, err;
 
 	for (int i = 0; i < x->nlinks; i++) {
 		struct xdpr_iface cfg;
@@ -794,9 +801,9 @@ int xdpr_link_sync(struct xdpr *x)
 		    bpf_map_lookup_elem(x->fd[XM_IFACES], &key, &cfg) || !memcmp(cfg.mac, mac, 6))
 			continue;
 		memcpy(cfg.mac, mac, 6);
-		if (bpf_map_update_elem(x->fd[XM_IFACES], &key, &cfg, BPF_EXIST)) {
-			seterr(x, "cannot update \"%s\": %s", x->links[i].name, strerror(errno));
-			return -errno;
+		if ((err = xdpr_iface_put(x, key, &cfg, BPF_EXIST))) {
+			seterr(x, "cannot update \"%s\": %s", x->links[i].name, strerror(-err));
+			return err;
 		}
 		memcpy(x->links[i].cfg.mac, mac, 6);
 		changed++;
@@ -905,10 +912,9 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 		}
 	}
 	for (int i = 0; i < cnt && x->fd[XM_IFACES] >= 0; i++) {
-		if (todo[i]->parent && x->fd[XM_VLANS] >= 0) { /* its VID entry before its settings */
-			struct xdpr_vlan_key k = { .ifindex = todo[i]->parent, .vid = todo[i]->vid };
-
-			bpf_map_delete_elem(x->fd[XM_VLANS], &k);
+		if (todo[i]->parent) { /* its VID entry before its settings */
+			if (todo[i]->has_cfg)
+				xdpr_vlan_unset(x, todo[i]->ifindex, &todo[i]->cfg);
 			bpf_map_delete_elem(x->fd[XM_TX], &todo[i]->ifindex);
 		}
 		if (todo[i]->has_cfg && x->fd[XM_SLOTS] >= 0)

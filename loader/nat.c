@@ -415,11 +415,11 @@ static int free_rule(struct xdpr *x, struct nat_state *s, __u32 id)
 
 static int put_iface(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *e, const char *dev)
 {
-	if (bpf_map_update_elem(x->fd[XM_IFACES], &ifindex, e, BPF_EXIST)) {
-		seterr(x, "cannot update the NAT rules of \"%s\": %s", dev, strerror(errno));
-		return -errno;
-	}
-	return 0;
+	int err = xdpr_iface_put(x, ifindex, e, BPF_EXIST);
+
+	if (err)
+		seterr(x, "cannot update the NAT rules of \"%s\": %s", dev, strerror(-err));
+	return err;
 }
 
 /* Take rule ids off the entry of ifindex: one update (the commit of a deletion). */

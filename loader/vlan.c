@@ -6,9 +6,12 @@
  * on the port sees their tagged frames (bpf/vlan.h).  Each VLAN gets what
  * an attached interface has (an xdpr_ifaces entry, a counter slot with its
  * name, NAT rules, a redirect entry the kernel removes with the device)
- * plus its entry in xdpr_vlans, (port, VID) -> VLAN, which exists only
- * while the VLAN is up: a frame for a VLAN that is down goes to the
- * kernel, which drops it, as it would without XDP.
+ * plus what the program finds it by at ingress (xdpr_shared.h): a copy of
+ * its settings in xdpr_vlan_cfg by its counter slot, and its VID entry in
+ * the port's row of xdpr_vlans (a trunk number the port gets with its
+ * first VLAN), which leads to that slot only while the VLAN is up: a frame
+ * for a VLAN that is down goes to the kernel, which drops it, as it would
+ * without XDP.
  *
  * The state is rebuilt from the maps and one rtnetlink dump every time, so
  * a command killed half-way leaves nothing the next sync does not finish.
@@ -165,16 +168,102 @@ static void want_cfg(struct xdpr *x, const struct xdpr_vlan_dev *d, const struct
 	memcpy(c->pcp, d->pcp, sizeof(c->pcp));
 }
 
-static int vid_entry(struct xdpr *x, const struct xdpr_vlan_dev *d, bool on)
+/* The slot port p's VID entry for vid leads to (0: none), or -errno. */
+static long vid_get(struct xdpr *x, const struct ent *p, __u32 vid)
 {
-	struct xdpr_vlan_key k = { .ifindex = d->parent, .vid = d->vid };
-	__u32 v = d->ifindex, cur;
+	long key = xdpr_vid_key(p->cfg.trunk, vid);
+	__u32 k = key, cur;
 
-	if (on)
-		return bpf_map_update_elem(x->fd[XM_VLANS], &k, &v, BPF_ANY) ? -errno : 0;
-	if (bpf_map_lookup_elem(x->fd[XM_VLANS], &k, &cur) || cur != v)
+	if (key < 0)
 		return 0;
-	return bpf_map_delete_elem(x->fd[XM_VLANS], &k) && errno != ENOENT ? -errno : 0;
+	return bpf_map_lookup_elem(x->fd[XM_VLANS], &k, &cur) ? -errno : (long)cur;
+}
+
+/* Port p's VID entry for vid: to slot, or (slot 0) none. */
+static int vid_set(struct xdpr *x, const struct ent *p, __u32 vid, __u32 slot)
+{
+	long key = xdpr_vid_key(p->cfg.trunk, vid);
+	__u32 k = key;
+
+	if (key < 0)
+		return slot ? -EINVAL : 0;
+	return bpf_map_update_elem(x->fd[XM_VLANS], &k, &slot, BPF_ANY) ? -errno : 0;
+}
+
+/* Trunk t's row of xdpr_vlans emptied (a row a detached port, or a killed command, left). */
+static int clear_row(struct xdpr *x, __u32 t)
+{
+	static __u32 keys[XDPR_VIDS], zero[XDPR_VIDS];
+	__u32 n = XDPR_VIDS;
+
+	for (__u32 v = 0; v < XDPR_VIDS; v++)
+		keys[v] = xdpr_vid_key(t, v);
+	if (!bpf_map_update_batch(x->fd[XM_VLANS], keys, zero, &n, NULL))
+		return 0;
+	for (__u32 v = 0; v < XDPR_VIDS; v++) /* no batches: one at a time */
+		if (bpf_map_update_elem(x->fd[XM_VLANS], &keys[v], &zero[v], BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+/* Trunk t's row of xdpr_vlans, VID by VID, into slots; 0 or -errno. */
+static int read_row(struct xdpr *x, __u32 t, __u32 slots[XDPR_VIDS])
+{
+	static __u32 keys[XDPR_VIDS];
+	__u32 n = XDPR_VIDS, prev = xdpr_vid_key(t, 0) - 1, out;
+	int err;
+
+	err = bpf_map_lookup_batch(x->fd[XM_VLANS], t > 1 ? &prev : NULL, &out, keys, slots, &n, NULL);
+	if ((!err || errno == ENOENT) && n == XDPR_VIDS && keys[0] == (__u32)xdpr_vid_key(t, 0))
+		return 0;
+	for (__u32 v = 0; v < XDPR_VIDS; v++) { /* no batches: one at a time */
+		__u32 k = xdpr_vid_key(t, v);
+
+		if (bpf_map_lookup_elem(x->fd[XM_VLANS], &k, &slots[v]))
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Port p's trunk number, its VLANs' row in xdpr_vlans: given now, to an
+ * emptied row no other port has, if it has none.  Written last, so the
+ * program never reads a row before it is the port's.
+ */
+static int port_trunk(struct xdpr *x, struct sync *s, struct ent *p)
+{
+	bool used[XDPR_MAX_TRUNKS + 1] = { false };
+	struct xdpr_iface c;
+	char name[IF_NAMESIZE] = "?";
+	__u32 t;
+	int err;
+
+	if (p->cfg.trunk && p->cfg.trunk <= XDPR_MAX_TRUNKS)
+		return 0;
+	for (int i = 0; i < s->ne; i++)
+		if (!(s->e[i].cfg.flags & XDPR_IF_VLAN) && s->e[i].cfg.trunk <= XDPR_MAX_TRUNKS)
+			used[s->e[i].cfg.trunk] = true;
+	for (t = 1; t <= XDPR_MAX_TRUNKS && used[t]; t++)
+		;
+	if_indextoname(p->ifindex, name);
+	if (t > XDPR_MAX_TRUNKS) {
+		seterr(x, "cannot take the VLANs of \"%s\": %d ports with VLANs is the most", name,
+		       XDPR_MAX_TRUNKS);
+		return -E2BIG;
+	}
+	err = clear_row(x, t);
+	if (!err && bpf_map_lookup_elem(x->fd[XM_IFACES], &p->ifindex, &c))
+		err = -errno;
+	if (!err) {
+		c.trunk = t;
+		err = xdpr_iface_put(x, p->ifindex, &c, BPF_EXIST);
+	}
+	if (err) {
+		seterr(x, "cannot take the VLANs of \"%s\": %s", name, strerror(-err));
+		return err;
+	}
+	p->cfg = c;
+	return 0;
 }
 
 /* Enrol VLAN d of port p, or write its settings again where they changed. */
@@ -182,9 +271,10 @@ static int keep_vlan(struct xdpr *x, struct sync *s, const struct xdpr_vlan_dev 
 {
 	struct ent *old = find_ent(s, d->ifindex);
 	struct xdpr_iface c;
+	struct xdpr_vlan_cfg vc;
 	__u32 slot = old ? old->cfg.slot : 0, cur;
-	struct xdpr_vlan_key k = { .ifindex = d->parent, .vid = d->vid };
 	bool fresh = false, vid_ok;
+	long at;
 	int err;
 
 	if (!slot) {
@@ -199,6 +289,9 @@ static int keep_vlan(struct xdpr *x, struct sync *s, const struct xdpr_vlan_dev 
 			return -E2BIG;
 		}
 	}
+	err = port_trunk(x, s, p);
+	if (err)
+		return err;
 	want_cfg(x, d, p, old, slot, &c);
 	if (!old || memcmp(&c, &old->cfg, sizeof(c))) {
 		if (fresh) { /* a slot nobody's counters are in */
@@ -211,10 +304,9 @@ static int keep_vlan(struct xdpr *x, struct sync *s, const struct xdpr_vlan_dev 
 			if (err)
 				goto fail;
 		}
-		if (bpf_map_update_elem(x->fd[XM_IFACES], &d->ifindex, &c, BPF_ANY)) {
-			err = -errno;
+		err = xdpr_iface_put(x, d->ifindex, &c, BPF_ANY);
+		if (err)
 			goto fail;
-		}
 		if (!old) {
 			char pname[IF_NAMESIZE] = "?";
 
@@ -225,6 +317,13 @@ static int keep_vlan(struct xdpr *x, struct sync *s, const struct xdpr_vlan_dev 
 			s->added[s->nadded++] = (char *)d->name;
 		}
 		s->changes++;
+		/* as the maps are now (sweep_vids reads it) */
+		if (old) {
+			old->cfg = c;
+		} else if (s->ne < XDPR_MAX_IFACES) {
+			s->e[s->ne].ifindex = d->ifindex;
+			s->e[s->ne++].cfg = c;
+		}
 	}
 	/*
 	 * What a command killed half-way may have left out, made sure of every
@@ -245,9 +344,21 @@ static int keep_vlan(struct xdpr *x, struct sync *s, const struct xdpr_vlan_dev 
 		err = -errno;
 		goto fail;
 	}
-	vid_ok = !bpf_map_lookup_elem(x->fd[XM_VLANS], &k, &cur) && cur == d->ifindex;
+	/* the copy the program reads, as the settings are */
+	if (bpf_map_lookup_elem(x->fd[XM_VLAN_CFG], &slot, &vc) || vc.ifindex != d->ifindex ||
+	    memcmp(&vc.cfg, &c, sizeof(c))) {
+		err = xdpr_iface_put(x, d->ifindex, &c, BPF_EXIST);
+		if (err)
+			goto fail;
+	}
+	at = vid_get(x, p, d->vid);
+	if (at < 0) {
+		err = at;
+		goto fail;
+	}
+	vid_ok = at == slot;
 	if (vid_ok != d->up) {
-		err = vid_entry(x, d, d->up);
+		err = vid_set(x, p, d->vid, d->up ? slot : 0);
 		if (err)
 			goto fail;
 		if (old)
@@ -264,8 +375,7 @@ fail:
 /* Take a VLAN out: VID entry, then settings; its slot keeps its name while forget is false. */
 static int drop_vlan(struct xdpr *x, const struct ent *e, bool forget)
 {
-	struct xdpr_vlan_dev d = { .ifindex = e->ifindex, .parent = e->cfg.parent, .vid = e->cfg.vid };
-	int err = vid_entry(x, &d, false);
+	int err = xdpr_vlan_unset(x, e->ifindex, &e->cfg);
 
 	if (!err && bpf_map_delete_elem(x->fd[XM_TX], &e->ifindex) && errno != ENOENT)
 		err = -errno;
@@ -305,39 +415,72 @@ static void slot_name_of(struct xdpr *x, __u32 ifindex, char name[IF_NAMESIZE])
 	}
 }
 
-/* xdpr_vlans entries that lead nowhere now (a VLAN deleted with its entry left). */
+/* The name of the VLAN counter slot slot is kept for, or "". */
+static void slot_vlan_name(struct xdpr *x, __u32 slot, char name[IF_NAMESIZE])
+{
+	struct xdpr_slot_name sn;
+
+	name[0] = 0;
+	if (x->fd[XM_SLOTS] >= 0 && slot < XDPR_MAX_IFACES && !bpf_map_lookup_elem(x->fd[XM_SLOTS], &slot, &sn) &&
+	    (sn.mode & XDPR_SLOT_VLAN))
+		snprintf(name, IF_NAMESIZE, "%.*s", IF_NAMESIZE - 1, sn.name);
+}
+
+/* The enrolled VLAN in counter slot slot, or NULL. */
+static const struct ent *slot_vlan(const struct sync *s, __u32 slot)
+{
+	for (int i = 0; i < s->ne; i++)
+		if ((s->e[i].cfg.flags & XDPR_IF_VLAN) && s->e[i].cfg.slot == slot)
+			return &s->e[i];
+	return NULL;
+}
+
+/*
+ * VID entries that lead nowhere now (a VLAN deleted, or down, with its
+ * entry left: a command killed half-way), and settings' copies of VLANs no
+ * longer enrolled.
+ */
 static void sweep_vids(struct xdpr *x, struct sync *s)
 {
-	struct xdpr_vlan_key k, dead[64], *prev = NULL;
-	int n = 0;
+	static __u32 row[XDPR_VIDS];
+	static struct xdpr_vlan_cfg copies[XDPR_MAX_IFACES];
+	__u32 keys[XDPR_MAX_IFACES], n = XDPR_MAX_IFACES, out;
 
-	while (n < 64 && !bpf_map_get_next_key(x->fd[XM_VLANS], prev, &k)) {
-		__u32 v;
-		const struct xdpr_vlan_dev *d;
+	for (int i = 0; i < s->ne; i++) {
+		const struct ent *p = &s->e[i];
 
-		if (!bpf_map_lookup_elem(x->fd[XM_VLANS], &k, &v)) {
-			d = find_dev(s, v);
-			if (!d || !its_port(s, d) || d->parent != k.ifindex || d->vid != k.vid || !d->up)
-				dead[n++] = k;
-		}
-		prev = &k;
-	}
-	for (int i = 0; i < n; i++) {
-		char name[IF_NAMESIZE];
-		__u32 v;
-
-		if (bpf_map_lookup_elem(x->fd[XM_VLANS], &dead[i], &v) ||
-		    bpf_map_delete_elem(x->fd[XM_VLANS], &dead[i]))
+		if ((p->cfg.flags & XDPR_IF_VLAN) || !p->cfg.trunk || read_row(x, p->cfg.trunk, row))
 			continue;
-		s->changes++;
-		if (find_dev(s, v))
-			continue; /* a VLAN that is there: keep_vlan said what changed */
-		slot_name_of(x, v, name);
-		if (name[0])
-			info(x, "%s: VLAN %u deleted: taken out (listed as gone with its counters until "
-				"it is back)", name, dead[i].vid);
-		else
-			info(x, "VLAN %u of ifindex %u deleted: taken out", dead[i].vid, dead[i].ifindex);
+		for (__u32 vid = 0; vid < XDPR_VIDS; vid++) {
+			const struct ent *v = row[vid] ? slot_vlan(s, row[vid]) : NULL;
+			const struct xdpr_vlan_dev *d = v ? find_dev(s, v->ifindex) : NULL;
+			char name[IF_NAMESIZE];
+
+			if (!row[vid] || (d && its_port(s, d) == p && d->vid == vid && d->up))
+				continue;
+			if (vid_set(x, p, vid, 0))
+				continue;
+			s->changes++;
+			if (d)
+				continue; /* a VLAN that is there: keep_vlan said what changed */
+			slot_vlan_name(x, row[vid], name);
+			if (name[0])
+				info(x, "%s: VLAN %u deleted: taken out (listed as gone with its counters until "
+					"it is back)", name, vid);
+			else
+				info(x, "VLAN %u of ifindex %u deleted: taken out", vid, p->ifindex);
+		}
+	}
+	if (bpf_map_lookup_batch(x->fd[XM_VLAN_CFG], NULL, &out, keys, copies, &n, NULL) && errno != ENOENT)
+		return;
+	for (__u32 i = 0; i < n; i++) {
+		const struct ent *v = copies[i].ifindex ? slot_vlan(s, keys[i]) : NULL;
+
+		if (copies[i].ifindex && (!v || v->ifindex != copies[i].ifindex)) {
+			struct xdpr_vlan_cfg none = { 0 };
+
+			bpf_map_update_elem(x->fd[XM_VLAN_CFG], &keys[i], &none, BPF_ANY);
+		}
 	}
 }
 
@@ -366,7 +509,7 @@ int xdpr_vlan_sync(struct xdpr *x)
 	struct sync *s;
 	int err = 0;
 
-	if (x->fd[XM_IFACES] < 0 || x->fd[XM_VLANS] < 0)
+	if (x->fd[XM_IFACES] < 0 || x->fd[XM_VLANS] < 0 || x->fd[XM_VLAN_CFG] < 0)
 		return 0;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -411,6 +554,11 @@ int xdpr_vlan_sync(struct xdpr *x)
 
 		if (p)
 			err = keep_vlan(x, s, &s->d[i], p);
+		if (err == -E2BIG) { /* no room for this one: the others, and the command, go on */
+			warn(x, "%s (its frames go to the kernel)", x->err);
+			x->err[0] = 0;
+			err = 0;
+		}
 	}
 	if (!err)
 		sweep_vids(x, s);

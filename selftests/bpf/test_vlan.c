@@ -160,37 +160,50 @@ static void setup_netns(void)
 	}
 }
 
-/* As the loader does: ports and VLANs into the devmap and xdpr_ifaces, VLANs into xdpr_vlans too. */
+/*
+ * As the loader does: ports and VLANs into the devmap and xdpr_ifaces, each
+ * port a trunk number (its position), VLANs into their port's row of
+ * xdpr_vlans and their settings' copy into xdpr_vlan_cfg.
+ */
 static void register_devs(void)
 {
-	int tx = bpf_map__fd(skel->maps.xdpr_tx_ports);
+	int tx = bpf_map__fd(skel->maps.xdpr_tx_ports), vcfg = bpf_map__fd(skel->maps.xdpr_vlan_cfg);
 
-	for (int i = 0; i < NDEVS; i++) {
-		struct dev *d = &devs[i];
-		struct xdpr_iface c = { .slot = d->slot, .flags = XDPR_IF_XMIT };
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < NDEVS; i++) {
+			struct dev *d = &devs[i];
+			struct xdpr_iface c = { .slot = d->slot, .flags = XDPR_IF_XMIT };
 
-		if (!d->slot)
-			continue;
-		memcpy(c.mac, d->hw, 6);
-		if (d->parent) {
-			struct dev *p = dev_get(d->parent);
-			struct xdpr_vlan_key k = { .ifindex = p->ifindex, .vid = d->vid };
+			if (!d->slot || !d->parent != !pass)
+				continue;
+			memcpy(c.mac, d->hw, 6);
+			if (d->parent) {
+				struct dev *p = dev_get(d->parent);
+				struct xdpr_iface pc;
+				struct xdpr_vlan_cfg vc = { .ifindex = d->ifindex };
+				__u32 k;
 
-			c.flags |= XDPR_IF_VLAN;
-			c.parent = p->ifindex;
-			c.vid = d->vid;
-			memcpy(c.in_prio, d->in_prio, sizeof(c.in_prio));
-			memcpy(c.pcp, d->pcp, sizeof(c.pcp));
-			if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_ANY) ||
-			    bpf_map_update_elem(tx, &d->ifindex, &d->ifindex, BPF_ANY) ||
-			    bpf_map_update_elem(vlans_fd, &k, &d->ifindex, BPF_ANY))
-				die("cannot register VLAN %s: %s", d->name, strerror(errno));
-			continue;
+				if (bpf_map_lookup_elem(ifaces_fd, &p->ifindex, &pc))
+					die("VLAN %s: its port %s is not registered", d->name, p->name);
+				k = (pc.trunk - 1) * XDPR_VIDS + d->vid;
+				c.flags |= XDPR_IF_VLAN;
+				c.parent = p->ifindex;
+				c.vid = d->vid;
+				memcpy(c.in_prio, d->in_prio, sizeof(c.in_prio));
+				memcpy(c.pcp, d->pcp, sizeof(c.pcp));
+				vc.cfg = c;
+				if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_ANY) ||
+				    bpf_map_update_elem(vcfg, &c.slot, &vc, BPF_ANY) ||
+				    bpf_map_update_elem(tx, &d->ifindex, &d->ifindex, BPF_ANY) ||
+				    bpf_map_update_elem(vlans_fd, &k, &c.slot, BPF_ANY))
+					die("cannot register VLAN %s: %s", d->name, strerror(errno));
+				continue;
+			}
+			c.trunk = i + 1;
+			if (bpf_map_update_elem(tx, &d->ifindex, &d->ifindex, BPF_ANY) ||
+			    bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_ANY))
+				die("cannot register %s: %s", d->name, strerror(errno));
 		}
-		if (bpf_map_update_elem(tx, &d->ifindex, &d->ifindex, BPF_ANY) ||
-		    bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_ANY))
-			die("cannot register %s: %s", d->name, strerror(errno));
-	}
 }
 
 /* ---- frames, built from scratch ---- */
@@ -598,6 +611,7 @@ static void nat_on(bool on)
 	struct xdpr_nat_rule r = {
 		.ifindex = v->ifindex, .flags = XDPR_NAT_MASQ, .port_min = 1024, .port_max = 65535,
 	};
+	struct xdpr_vlan_cfg vc;
 	struct xdpr_iface c;
 	__u32 id = 1;
 
@@ -614,7 +628,11 @@ static void nat_on(bool on)
 		die("cannot write NAT rule 1: %s", strerror(errno));
 	c.nrules = on;
 	c.rules[0] = on;
-	if (bpf_map_update_elem(ifaces_fd, &v->ifindex, &c, BPF_EXIST))
+	vc.ifindex = v->ifindex;
+	vc.cfg = c;
+	/* as the loader's xdpr_iface_put: the settings and the copy the program reads at ingress */
+	if (bpf_map_update_elem(ifaces_fd, &v->ifindex, &c, BPF_EXIST) ||
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_vlan_cfg), &c.slot, &vc, BPF_ANY))
 		die("cannot give v400 its rule: %s", strerror(errno));
 	cfg_set(on ? nat_cfg_flags : 0);
 }
