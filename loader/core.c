@@ -693,12 +693,10 @@ int xdpr_prune_dead_ifaces(struct xdpr *x)
 	for (int i = 0; i < ndead; i++) {
 		struct xdpr_iface c;
 
-		/* a deleted VLAN: no frame is routed as its from here (vlan.c sweeps the rest) */
-		int e = bpf_map_lookup_elem(x->fd[XM_IFACES], &dead[i], &c) ? 0 : xdpr_vlan_unset(x, dead[i], &c);
-
-		if (e && !err) {
-			err = e;
-			seterr(x, "cannot take deleted VLAN %u out: %s", dead[i], strerror(-err));
+		/* a deleted VLAN is xdpr_vlan_sync's: it takes it out in order and says so */
+		if (!bpf_map_lookup_elem(x->fd[XM_IFACES], &dead[i], &c) && (c.flags & XDPR_IF_VLAN)) {
+			nvlan++;
+			continue;
 		}
 		if (bpf_map_delete_elem(x->fd[XM_IFACES], &dead[i]) && errno != ENOENT && !err) {
 			err = -errno;
