@@ -8,7 +8,7 @@
 #       $IGB0.VID 10.1.i.1/24 2001:db8:11:i::1/64, the host side 10.1.i.2, ::2
 #     c100 c101 c102: namespaces on untagged taps of VIDs 100-102 (real stacks);
 #     every other VID: the relay answers for 10.1.i.2 itself
-#     c400 c401: namespaces of VIDs 400, 401 (a second relay), 10.5.i.2/24,
+#     c400 c401 c402: namespaces of VIDs 400-402 (a second relay), 10.5.i.2/24,
 #       added after attach: $IGB0.40x 10.5.i.1 (i = x), 2001:db8:15:i::1/64
 #   server 10.0.2.2 ---------------- igb 00:05 $IGB1, untagged, 10.0.2.1/24
 #   peer: relay -------------------- e1000e 00:08 $E1K (generic XDP), 10.0.3.1/24,
@@ -36,7 +36,8 @@
 # and the CLI's VLAN rules.  Round B: offload off before attach, and VLANs
 # deleted, added, downed and upped after attach; then new VLANs followed
 # with no command run: VID 400 created and deleted with xdprd running, VID
-# 401 created without it and enrolled by the next link sync.
+# 401 created without it and enrolled by the next link sync, 401 deleted
+# and 402 created while xdprd is stopped, followed at its start.
 . /lib/xdpr/lib.sh
 
 MODE=${VLAN_MODE:-xdpr}
@@ -553,9 +554,10 @@ sweep "VLAN 301 up again: answered, tagged right" --family 4 --mode untagged --d
 xdpr_mode && grew "VLAN 301 up again: forwarded in XDP" "$a" "$IGB0.301" forwarded 1
 
 # ---- VLANs followed with no command run: by xdprd (VID 400 created and
-# deleted), and without it by the next "xdpr link sync" (VID 401).
-# VIDs 400 and 401 are none of the 255: a second relay on the trunk gives
-# each a namespace, c400 c401 (10.5.i.2), the guest's VLANs being 10.5.i.1.
+# deleted), without it by the next "xdpr link sync" (VID 401), and changes
+# made while xdprd was stopped by its next start (401 deleted, 402 created).
+# VIDs 400-402 are none of the 255: a second relay on the trunk gives each
+# a namespace, c400 c401 c402 (10.5.i.2), the guest's VLANs being 10.5.i.1.
 # No command that syncs runs while xdprd is to do it: only commands that
 # take the router's lock sync (link sync, attach, nat/route/filter changes,
 # restore); link show and stats only read the maps, so the VLAN they show
@@ -649,8 +651,8 @@ dstop() {
 }
 
 dt0=$(uptime_ms)
-host_ok "host side of new VIDs 400 and 401 on the trunk: a second relay, namespaces c400 c401" \
-	vlan_up client 5 400,401 400,401
+host_ok "host side of new VIDs 400-402 on the trunk: a second relay, namespaces c400 c401 c402" \
+	vlan_up client 5 400,401,402 400,401,402
 diag "$H_OUT"
 
 DPID=
@@ -792,6 +794,33 @@ if xdpr_mode; then
 	sgrew "VLAN 401: the replies forwarded in XDP" /tmp/st3 /tmp/st4 "$IGB1" forwarded 5
 fi
 
+# ---- while xdprd is stopped, 401 deleted and 402 created: its start follows both
+$IP link del "$IGB0.401"
+vlan_new 402 2 >/tmp/v402.batch
+ok "xdprd stopped: ip link del $IGB0.401, ip link add $IGB0.402 (VID 402)" $IP -batch /tmp/v402.batch
+if xdpr_mode; then
+	dstart "xdprd started again"
+	DEV_PFX="start: "
+	ok "xdprd's start enrolled $IGB0.402: \"start: $IGB0.402: VLAN 402 of $IGB0 enrolled\"" \
+		d_routed "$IGB0.402" 402
+	ok "xdprd's start took $IGB0.401 out: \"start: $IGB0.401: VLAN 401 deleted: taken out\"" \
+		dlogged "start: $IGB0.401: VLAN 401 deleted: taken out"
+	is "$(lshow "[.[] | select(.dev == \"$IGB0.401\" or .dev == \"$IGB0.402\") | \"\(.dev) \(.state)\"] | sort | join(\",\")")" \
+		"$IGB0.401 gone,$IGB0.402 attached" "link show: $IGB0.402 attached, $IGB0.401 gone"
+fi
+host ping c402 10.0.2.2 1
+diag "warm-up c402 -> server: $H_OUT"
+f4=$(fwd4)
+f6=$(fwd6)
+host_ok "VLAN 402 -> untagged: c402 pings server (3 echoes)" ping c402 10.0.2.2 3
+kernel_flat "VLAN 402's traffic" "$f4" "$f6" 6
+if xdpr_mode; then
+	stats_to /tmp/st5
+	sgrew "VLAN 402: c402's requests forwarded in XDP" - /tmp/st5 "$IGB0.402" forwarded 3
+	[ -n "$DPID" ] && dstop
+	diag "xdprd's log:"
+	diag "$(cat /tmp/xdprd.log)"
+fi
 note "VLANs followed with no command: xdprd enrolled VID 400 in ${en_ms:--} ms, took it out in ${out_ms:--} ms; link sync ${sync_ms:--} ms; the part $(($(uptime_ms) - dt0)) ms"
 
 if xdpr_mode; then
