@@ -241,6 +241,15 @@ static void note_waiting(const struct conf *c)
 	}
 }
 
+/* Each line of text as one log message, after "why: " when why is given. */
+static void log_lines(int prio, const char *why, const char *text)
+{
+	for (const char *p = text, *nl; p && *p; p = nl ? nl + 1 : p + strlen(p)) {
+		nl = strchr(p, '\n');
+		logm(prio, "%s%s%.*s", why ? why : "", why ? ": " : "", nl ? (int)(nl - p) : (int)strlen(p), p);
+	}
+}
+
 /* The whole file onto the router (start, SIGHUP). */
 static int apply(const char *why)
 {
@@ -267,6 +276,16 @@ static int apply(const char *why)
 		d.config_ok = false;
 		return -1;
 	}
+	/*
+	 * The VLANs as the kernel has them first, as "xdpr restore" does: the
+	 * file's rules may name one, and VLANs created or deleted while xdprd
+	 * was not running send no notification it could follow.
+	 */
+	if (sync_vlans(&x) < 0)
+		logm(LOG_ERR, "%s: VLANs: %s", why, x.err);
+	log_lines(LOG_WARNING, why, x.note);
+	log_lines(LOG_INFO, why, x.info);
+	x.note[0] = x.info[0] = 0;
 	ret = conf_apply(&x, &c, &df, err, sizeof(err));
 	if (!ret && x.note[0])
 		logm(LOG_WARNING, "%s: %s", why, x.note);
@@ -515,15 +534,6 @@ static int neigh_route(const struct xdpr_route_info *ri, void *arg)
 	return 0;
 }
 
-/* Each line of text as one log message. */
-static void log_lines(int prio, const char *text)
-{
-	for (const char *p = text, *nl; p && *p; p = nl ? nl + 1 : p + strlen(p)) {
-		nl = strchr(p, '\n');
-		logm(prio, "%.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
-	}
-}
-
 static void follow(void)
 {
 	static struct xdpr x;
@@ -541,8 +551,8 @@ static void follow(void)
 	/* VLANs first: a re-created device's routes may go through one */
 	if (x.nlinks && pend.vlans) {
 		n = xdpr_vlan_sync(&x);
-		log_lines(LOG_WARNING, x.note);
-		log_lines(LOG_INFO, x.info);
+		log_lines(LOG_WARNING, NULL, x.note);
+		log_lines(LOG_INFO, NULL, x.info);
 		if (n < 0)
 			logm(LOG_ERR, "VLANs: %s", x.err);
 		else if (n && xdpr_refresh(&x))
@@ -974,7 +984,7 @@ int main(int argc, char **argv)
 			pthread_mutex_unlock(&d.mu);
 			if (r < 0 && errno == ENOBUFS) { /* notifications were lost: look at everything */
 				logm(LOG_WARNING, "netlink notifications were lost: checking every interface");
-				pend.all = pend.local = pend.macs = pend.neigh = true;
+				pend.all = pend.local = pend.macs = pend.neigh = pend.vlans = true;
 				arm();
 			}
 		}

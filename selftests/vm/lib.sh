@@ -11,7 +11,7 @@
 #   vm_packages     install what is missing (QEMU >= 8 from bookworm-backports,
 #                   busybox-static, cpio)
 #   vm_kernel       download + unpack the guest kernel (cached)
-#   vm_initramfs    busybox init, xdpr + iproute2 + jq + ethtool with their
+#   vm_initramfs    busybox init, xdpr (and xdprd) + iproute2 + jq + ethtool with their
 #                   libraries, the NIC and 802.1Q modules and their
 #                   dependencies, VM_GUEST_ENV as /lib/xdpr/env
 #   vm_boot         QEMU in the background, bounded by `timeout`; taps into
@@ -32,6 +32,7 @@ VM_BUILD=$VM_ROOT/build/vm
 VM_CACHE=$VM_BUILD/cache
 VM_RUN=$VM_BUILD/run
 XDPR=${XDPR:-$VM_ROOT/build/xdpr}
+XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd} # in the guest when built (scenarios that need it say so)
 VM_ID=$$
 VM_QEMU_TIMEOUT=${XDPR_VM_TIMEOUT:-480} # seconds for the whole guest run (2-4 min usually)
 VM_BOOT_TIMEOUT=${XDPR_VM_BOOT_TIMEOUT:-120}
@@ -382,6 +383,7 @@ vm_initramfs() {
 	install -m 0755 "$f" "$root/scenario"
 	install -m 0644 "$VM_SRC/guest/lib.sh" "$root/lib/xdpr/lib.sh"
 	copy_bin "$root" "$XDPR" /usr/bin/xdpr
+	[ -x "$XDPRD" ] && copy_bin "$root" "$XDPRD" /usr/sbin/xdprd
 	copy_bin "$root" "$(command -v jq)" /usr/bin/jq
 	copy_bin "$root" "$(readlink -f "$(command -v ip)")" /usr/sbin/ip
 	copy_bin "$root" "$(command -v ethtool)" /usr/sbin/ethtool

@@ -11,6 +11,10 @@
 # host answering ARP, neighbour solicitations and echo requests, and sweeps
 # send one tagged echo per VLAN and check every answer byte-wise.
 #
+# VLANs created and deleted after the attach are followed without a command:
+# by xdprd running in the guest (VID 400), then, without it, by the next
+# `xdpr link sync` (VID 401); a second relay on the trunk is their host side.
+#
 #   XDPR_VM_VLAN=xdpr    (default) xdpr attached: forwarded in XDP, the guest
 #                        kernel's forwarding counters stay flat
 #   XDPR_VM_VLAN=kernel  no xdpr: the guest kernel forwards the same traffic
@@ -25,20 +29,23 @@ kernel | xdpr) ;;
 esac
 VM_GUEST_ENV=("VLAN_MODE=$VLAN_MODE")
 # The xdpr run takes 350-410 s in the guest here (three attaches verified
-# under emulation, 9 MB of TCP): more room than lib.sh's 480 s default.
-VM_QEMU_TIMEOUT=${XDPR_VM_TIMEOUT:-600}
+# under emulation, 9 MB of TCP), 100-140 s more with the VLANs followed
+# after attach (each xdpr command seconds under emulation), and up to half
+# as much again on a slow shared host: more room than lib.sh's 480 s default.
+VM_QEMU_TIMEOUT=${XDPR_VM_TIMEOUT:-900}
 
 # ---------------------------------------------------------------- host requests
 
 # vlan_up ROLE PFX VIDS TAPVIDS: vlanhost.py relay on ROLE's tap, the host
 # side of VLAN index i (position in VIDS, e.g. 100-353,4094) being
 # 10.PFX.i.2/24 and 2001:db8:1PFX:i::2/64 (2001:db8:PFX::/64 is the untagged
-# port's).  Each VID of TAPVIDS (comma list)
+# port's).  Several relays may share a tap (VIDs of their own, PFX apart:
+# each ignores the VIDs it was not given).  Each VID of TAPVIDS (comma list)
 # gets a namespace of its own, role R+VID (R: ROLE's first letter, c100),
 # on an untagged tap with those addresses; the relay answers for the others.
 host_vlan_up() {
 	local role=$1 pfx=$2 vids=$3 taps=$4 ns=${VM_ROLE_NS[$1]} tap=${VM_ROLE_TAP[$1]}
-	local log=$VM_RUN/relay-$1.log pid i w name vid idx vns vrole n=0
+	local log=$VM_RUN/relay-$1-$2.log pid i w name vid idx vns vrole n=0
 	[ -n "$ns" ] || {
 		H_OUT="no role $role"
 		return 2

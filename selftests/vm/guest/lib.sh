@@ -14,6 +14,7 @@
 # applet before looking at PATH.
 IP=/usr/sbin/ip
 XDPR=/usr/bin/xdpr
+XDPRD=/usr/sbin/xdprd # when the host had it built
 JQ=/usr/bin/jq
 T_FAILED=0
 # Settings of this run ("NAME=value" lines, VM_GUEST_ENV of the host test).

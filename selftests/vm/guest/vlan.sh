@@ -8,6 +8,8 @@
 #       $IGB0.VID 10.1.i.1/24 2001:db8:11:i::1/64, the host side 10.1.i.2, ::2
 #     c100 c101 c102: namespaces on untagged taps of VIDs 100-102 (real stacks);
 #     every other VID: the relay answers for 10.1.i.2 itself
+#     c400 c401 c402: namespaces of VIDs 400-402 (a second relay), 10.5.i.2/24,
+#       added after attach: $IGB0.40x 10.5.i.1 (i = x), 2001:db8:15:i::1/64
 #   server 10.0.2.2 ---------------- igb 00:05 $IGB1, untagged, 10.0.2.1/24
 #   peer: relay -------------------- e1000e 00:08 $E1K (generic XDP), 10.0.3.1/24,
 #     p100 p300: namespaces          $E1K.100 10.3.0.1/24, $E1K.300 10.3.1.1/24
@@ -32,7 +34,10 @@
 # Round A: rx-vlan-offload on before attach (xdpr turns it off, detach turns
 # it back on), with the e1000e, unknown VIDs / QinQ, masquerade out of a VLAN
 # and the CLI's VLAN rules.  Round B: offload off before attach, and VLANs
-# deleted, added, downed and upped after attach.
+# deleted, added, downed and upped after attach; then new VLANs followed
+# with no command run: VID 400 created and deleted with xdprd running, VID
+# 401 created without it and enrolled by the next link sync, 401 deleted
+# and 402 created while xdprd is stopped, followed at its start.
 . /lib/xdpr/lib.sh
 
 MODE=${VLAN_MODE:-xdpr}
@@ -547,6 +552,276 @@ fi
 sweep "VLAN 301 up again: answered, tagged right" --family 4 --mode untagged --dst 10.0.2.2 \
 	--idx 201 --id 0x7634 --timeout 10
 xdpr_mode && grew "VLAN 301 up again: forwarded in XDP" "$a" "$IGB0.301" forwarded 1
+
+# ---- VLANs followed with no command run: by xdprd (VID 400 created and
+# deleted), without it by the next "xdpr link sync" (VID 401), and changes
+# made while xdprd was stopped by its next start (401 deleted, 402 created).
+# VIDs 400-402 are none of the 255: a second relay on the trunk gives each
+# a namespace, c400 c401 c402 (10.5.i.2), the guest's VLANs being 10.5.i.1.
+# No command that syncs runs while xdprd is to do it: only commands that
+# take the router's lock sync (link sync, attach, nat/route/filter changes,
+# restore); link show and stats only read the maps, so the VLAN they show
+# enrolled is the daemon's doing.  Each xdpr command costs seconds under
+# emulation (256 interfaces): counters are read once before and once after.
+
+# vlan_new VID I: the ip -batch lines of a new VLAN VID (10.5.I.1/24, no QoS maps)
+vlan_new() {
+	echo "link add link $IGB0 name $IGB0.$1 type vlan id $1"
+	echo "addr add 10.5.$2.1/24 dev $IGB0.$1"
+	echo "addr add 2001:db8:15:$2::1/64 dev $IGB0.$1 nodad"
+	echo "link set $IGB0.$1 up"
+}
+
+# vstate DEV: "STATE KIND PARENT VID" of DEV in link show -j ("" if not listed)
+vstate() { lshow ".[] | select(.dev == \"$1\") | \"\(.state) \(.kind) \(.parent) \(.vid)\""; }
+
+# stats_to FILE: "DEV REASON PACKETS" of every counter (one xdpr -j stats)
+stats_to() {
+	"$XDPR" -j stats 2>/dev/null </dev/null | "$JQ" -r '.interfaces[] | .dev as $d |
+		.reasons | to_entries[] | "\($d) \(.key) \(.value.packets)"' >"$1" 2>/dev/null
+}
+# sgrew DESC OLD NEW DEV REASON MIN: the counter grew by >= MIN from file OLD to NEW
+# (OLD "-": from 0, a VLAN enrolled since)
+sgrew() {
+	_o=$2
+	[ "$_o" = - ] && _o=/dev/null
+	_g=$(awk -v d="$4" -v r="$5" -v z="$2" '$1 == d && $2 == r { v[FILENAME == ARGV[1]] = $3 }
+		END { if (z == "-") v[1] = 0; if ((0 in v) && (1 in v)) print v[0] - v[1]; else print "none" }' \
+		"$_o" "$3" 2>/dev/null </dev/null)
+	num "$_g" -ge "$6" "$1 ($4 $5 +$_g)"
+}
+# fwd_of FILE: "DEV FORWARDED" lines of a stats_to file (snap's format, for vlans_grown)
+fwd_of() { awk '$2 == "forwarded" { print $1, $3 }' "$1"; }
+
+# until_ok CMD...: until CMD succeeds, at most 30 s (prints the ms it took)
+until_ok() {
+	_t0=$(uptime_ms)
+	_i=0
+	while [ "$_i" -lt 150 ]; do
+		if "$@"; then
+			echo $(($(uptime_ms) - _t0))
+			return 0
+		fi
+		sleep 0.2
+		_i=$((_i + 1))
+	done
+	echo $(($(uptime_ms) - _t0))
+	return 1
+}
+# not_running PID: PID has exited (a child not yet waited for is a zombie: kill -0 still finds it)
+not_running() { [ ! -e "/proc/$1/stat" ] || [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+# dlog TEXT: the daemon's log lines containing TEXT; dlogged TEXT: there is one
+dlog() { grep -F -- "$1" /tmp/xdprd.log 2>/dev/null; }
+dlogged() { dlog "$1" >/dev/null; }
+# d_routed DEV VID: the daemon enrolled DEV up (in one go, or down first and then up)
+d_routed() {
+	dlog "$DEV_PFX$1: VLAN $2 of $IGB0 enrolled" | grep -qv '(down' ||
+		dlogged "$DEV_PFX$1: up: its frames are routed in XDP"
+}
+
+# started_more N: the log says "running" more than N times
+started_more() { [ "$(grep -c 'running: config' /tmp/xdprd.log)" -gt "$1" ]; }
+# dstart DESC: start xdprd (its file: the state that runs), $DPID; appends to its log
+dstart() {
+	DPID=
+	if [ ! -x "$XDPRD" ]; then
+		fail "$1: xdprd is in the guest ($XDPRD: build it on the host, make all)"
+		return 1
+	fi
+	# plain background start, --foreground: $! is xdprd itself
+	"$XDPRD" --foreground --config /tmp/xdprd.conf --metrics none --gc 60 \
+		>>/tmp/xdprd.log 2>&1 </dev/null &
+	DPID=$!
+	_n=$(grep -c 'running: config' /tmp/xdprd.log)
+	if until_ok started_more "$_n" >/dev/null; then
+		pass "$1 (pid $DPID): $(dlog 'running:' | tail -n 1)"
+	else
+		fail "$1"
+		diag "$(tail -n 20 /tmp/xdprd.log)"
+	fi
+}
+# dstop: SIGTERM, exit 0, the fast path kept
+dstop() {
+	kill -TERM "$DPID"
+	until_ok not_running "$DPID" >/dev/null || kill -9 "$DPID"
+	wait "$DPID"
+	is "$?" 0 "xdprd stops on SIGTERM, exit 0"
+	ok "xdprd: the fast path keeps running (on-stop keep)" dlogged "stopping: the fast path keeps running"
+	DPID=
+}
+
+dt0=$(uptime_ms)
+host_ok "host side of new VIDs 400-402 on the trunk: a second relay, namespaces c400 c401 c402" \
+	vlan_up client 5 400,401,402 400,401,402
+diag "$H_OUT"
+
+DPID=
+if xdpr_mode; then
+	# the state that runs (what "xdpr save" prints): the start changes nothing
+	echo "link attach $IGB0 $IGB1" >/tmp/xdprd.conf
+	: >/tmp/xdprd.log
+	dstart "xdprd started"
+	ok "xdprd: the file is what already runs" dlogged "start: configuration applied: the router already ran it"
+fi
+
+vlan_new 400 0 >/tmp/v400.batch
+ok "ip link add $IGB0.400 (VID 400, its addresses, up), no xdpr command after it" $IP -batch /tmp/v400.batch
+en_ms=
+if [ -n "$DPID" ]; then
+	# the log first (a grep): link show would take the CPU the daemon needs
+	DEV_PFX=
+	if en_ms=$(until_ok d_routed "$IGB0.400" 400); then
+		pass "xdprd enrolled $IGB0.400 after $en_ms ms: $(dlog "$IGB0.400: VLAN 400" | head -n 1)"
+	else
+		fail "xdprd logged the enrolment of $IGB0.400, up, within 30 s"
+		diag "$(tail -n 20 /tmp/xdprd.log)"
+	fi
+	is "$(vstate "$IGB0.400")" "attached vlan $IGB0 400" \
+		"link show (it does not sync) lists $IGB0.400 as VLAN 400 of $IGB0, attached"
+fi
+# neighbours (ARP, ND) first: what the kernel resolves is not what is counted
+host ping c400 10.0.2.2 1
+diag "warm-up c400 -> server: $H_OUT"
+host ping c400 2001:db8:2::2 1
+diag "warm-up c400 -> server, IPv6: $H_OUT"
+host ping c400 10.1.0.2 1
+diag "warm-up c400 -> c100: $H_OUT"
+
+f4=$(fwd4)
+f6=$(fwd6)
+xdpr_mode && stats_to /tmp/st0
+cap server
+cap client
+host_ok "VLAN 400 -> untagged: c400 pings server (5 echoes)" ping c400 10.0.2.2 5
+host_ok "VLAN 400 -> untagged, IPv6: c400 pings server (3 echoes)" ping c400 2001:db8:2::2 3
+host_ok "VLAN 400 -> VLAN 100 on the trunk: c400 pings c100 (5 echoes)" ping c400 10.1.0.2 5
+wire "VLAN 400: at the server, c400's requests untagged, TTL 63" server \
+	--kind echo --src 10.5.0.2 "n=5 tags=- ttl=63 src=10.5.0.2 dst=10.0.2.2 tos=0x00"
+wire "VLAN 400: at the server, c400's IPv6 requests untagged, hop limit 63" server \
+	--kind echo --src 2001:db8:15::2 "n=3 tags=- ttl=63 src=2001:db8:15::2 dst=2001:db8:2::2 tos=0x00"
+wire "VLAN 400: on the trunk, the server's replies tagged 8100:400, PCP 0, TTL 63" client \
+	--kind reply --from-guest --src 10.0.2.2 --dst 10.5.0.2 \
+	"n=5 tags=8100:400:0:0 ttl=63 src=10.0.2.2 dst=10.5.0.2 tos=0x00"
+wire "VLAN 400: on the trunk, IPv6 replies tagged 8100:400, hop limit 63" client \
+	--kind reply --from-guest --dst 2001:db8:15::2 \
+	"n=3 tags=8100:400:0:0 ttl=63 src=2001:db8:2::2 dst=2001:db8:15::2 tos=0x00"
+wire "VLAN 400 -> 100: on the trunk, requests tagged 8100:100, PCP $(epcp 0 0), TTL 63" client \
+	--kind echo --from-guest --src 10.5.0.2 \
+	"n=5 tags=8100:100:$(epcp 0 0):0 ttl=63 src=10.5.0.2 dst=10.1.0.2 tos=0x00"
+wire "VLAN 100 -> 400: on the trunk, c100's replies tagged 8100:400, PCP 0, TTL 63" client \
+	--kind reply --from-guest --src 10.1.0.2 --dst 10.5.0.2 \
+	"n=5 tags=8100:400:0:0 ttl=63 src=10.1.0.2 dst=10.5.0.2 tos=0x00"
+kernel_flat "VLAN 400's traffic" "$f4" "$f6" 26
+if xdpr_mode; then
+	stats_to /tmp/st1
+	sgrew "VLAN 400: c400's requests forwarded in XDP, counted as $IGB0.400's" /tmp/st0 /tmp/st1 \
+		"$IGB0.400" forwarded 13
+	sgrew "VLAN 400: the server's replies forwarded in XDP" /tmp/st0 /tmp/st1 "$IGB1" forwarded 8
+	sgrew "VLAN 400: c100's replies forwarded in XDP" /tmp/st0 /tmp/st1 "$IGB0.100" forwarded 5
+fi
+
+# ---- VLAN 400 deleted: xdprd takes it out, its VID goes to the kernel
+ok "ip link del $IGB0.400, no xdpr command after it" $IP link del "$IGB0.400"
+out_ms=
+if [ -n "$DPID" ]; then
+	if out_ms=$(until_ok dlogged "$IGB0.400: VLAN 400 deleted: taken out"); then
+		pass "xdprd took VLAN 400 out after $out_ms ms: $(dlog "$IGB0.400: VLAN 400 deleted" | head -n 1)"
+	else
+		fail "xdprd logged \"$IGB0.400: VLAN 400 deleted: taken out\" within 30 s"
+		diag "$(tail -n 20 /tmp/xdprd.log)"
+	fi
+	is "$(lshow "([.[] | select(.dev == \"$IGB0.400\") | .state] | join(\",\")) + \" \" +
+		([.[] | select(.dev == \"$IGB0\") | .vlans[] | select(. == \"$IGB0.400\")] | length | tostring)")" \
+		"gone 0" "link show: $IGB0.400 listed as gone (with its counters), not among $IGB0's vlans"
+fi
+# VID 400 left igb's VLAN filter with the device: promiscuous, its frames reach the driver
+$IP link set "$IGB0" promisc on
+rx=$(rxpk "$IGB0")
+cap server
+host inject client --gw "$GW" --tags 0x8100:400 --src 10.5.0.2 --dst 10.0.2.2 --count 10 --id 0x7641
+diag "inject: $H_OUT"
+sleep 1
+$IP link set "$IGB0" promisc off
+num $(($(rxpk "$IGB0") - rx)) -ge 10 "VID 400 deleted: 10 tagged frames reach the $IGB0 driver"
+wire "VID 400 deleted: nothing reaches the server" server --kind echo --id 0x7641 "$nothing"
+f4=$(fwd4)
+f6=$(fwd6)
+sweep "VLAN 400 deleted: the 255 other VLANs still answered, tagged right" \
+	--family 4 --mode untagged --dst 10.0.2.2 --id 0x7642
+kernel_flat "after VLAN 400 deleted: the 255 VLANs' sweep" "$f4" "$f6" $((2 * NV))
+if xdpr_mode; then
+	stats_to /tmp/st2
+	sgrew "VID 400 deleted: its frames go to the kernel, counted on $IGB0" /tmp/st1 /tmp/st2 "$IGB0" pass_vlan 10
+	fwd_of /tmp/st1 >/tmp/snap2
+	fwd_of /tmp/st2 >/tmp/snap3
+	is "$(vlans_grown /tmp/snap2 /tmp/snap3 1)" "$NV" "after VLAN 400 deleted: each of the $NV VLANs forwarded in XDP"
+fi
+[ -n "$DPID" ] && dstop
+
+# ---- VLAN 401 added without xdprd: the next link sync enrols it
+vlan_new 401 1 >/tmp/v401.batch
+ok "ip link add $IGB0.401 (VID 401, its addresses, up), xdprd stopped" $IP -batch /tmp/v401.batch
+xdpr_mode && is "$(vstate "$IGB0.401")" "" \
+	"link show: $IGB0.401 not enrolled (nothing synced: no xdprd, no locked command)"
+f4=$(fwd4)
+host_ok "VLAN 401 -> untagged: c401 pings server (3 echoes)" ping c401 10.0.2.2 3
+sync_ms=
+if xdpr_mode; then
+	num "$(delta4 "$f4")" -ge 3 "before link sync: the kernel forwarded them (ForwDatagrams +$(delta4 "$f4"))"
+	t=$(uptime_ms)
+	cli link sync
+	sync_ms=$(($(uptime_ms) - t))
+	is "$RC:$ERR" "0:" "link sync: exit 0, nothing on stderr ($sync_ms ms)"
+	is "$(echo "$OUT" | grep -F "$IGB0.401")" "$IGB0.401: VLAN 401 of $IGB0 enrolled" \
+		"link sync says what changed: \"$IGB0.401: VLAN 401 of $IGB0 enrolled\""
+	stats_to /tmp/st3
+	sgrew "before link sync: VID 401's frames went to the kernel" /tmp/st2 /tmp/st3 "$IGB0" pass_vlan 3
+	is "$(vstate "$IGB0.401")" "attached vlan $IGB0 401" "link show: $IGB0.401 is VLAN 401 of $IGB0"
+fi
+f4=$(fwd4)
+f6=$(fwd6)
+cap server
+cap client
+host_ok "VLAN 401 -> untagged: c401 pings server (5 echoes)" ping c401 10.0.2.2 5
+wire "VLAN 401: at the server, c401's requests untagged, TTL 63" server \
+	--kind echo --src 10.5.1.2 "n=5 tags=- ttl=63 src=10.5.1.2 dst=10.0.2.2 tos=0x00"
+wire "VLAN 401: on the trunk, the server's replies tagged 8100:401, PCP 0, TTL 63" client \
+	--kind reply --from-guest --dst 10.5.1.2 "n=5 tags=8100:401:0:0 ttl=63 src=10.0.2.2 dst=10.5.1.2 tos=0x00"
+kernel_flat "VLAN 401's traffic" "$f4" "$f6" 10
+if xdpr_mode; then
+	stats_to /tmp/st4
+	sgrew "VLAN 401: c401's requests forwarded in XDP" /tmp/st3 /tmp/st4 "$IGB0.401" forwarded 5
+	sgrew "VLAN 401: the replies forwarded in XDP" /tmp/st3 /tmp/st4 "$IGB1" forwarded 5
+fi
+
+# ---- while xdprd is stopped, 401 deleted and 402 created: its start follows both
+$IP link del "$IGB0.401"
+vlan_new 402 2 >/tmp/v402.batch
+ok "xdprd stopped: ip link del $IGB0.401, ip link add $IGB0.402 (VID 402)" $IP -batch /tmp/v402.batch
+if xdpr_mode; then
+	dstart "xdprd started again"
+	DEV_PFX="start: "
+	ok "xdprd's start enrolled $IGB0.402: \"start: $IGB0.402: VLAN 402 of $IGB0 enrolled\"" \
+		d_routed "$IGB0.402" 402
+	ok "xdprd's start took $IGB0.401 out: \"start: $IGB0.401: VLAN 401 deleted: taken out\"" \
+		dlogged "start: $IGB0.401: VLAN 401 deleted: taken out"
+	is "$(lshow "[.[] | select(.dev == \"$IGB0.401\" or .dev == \"$IGB0.402\") | \"\(.dev) \(.state)\"] | sort | join(\",\")")" \
+		"$IGB0.401 gone,$IGB0.402 attached" "link show: $IGB0.402 attached, $IGB0.401 gone"
+fi
+host ping c402 10.0.2.2 1
+diag "warm-up c402 -> server: $H_OUT"
+f4=$(fwd4)
+f6=$(fwd6)
+host_ok "VLAN 402 -> untagged: c402 pings server (3 echoes)" ping c402 10.0.2.2 3
+kernel_flat "VLAN 402's traffic" "$f4" "$f6" 6
+if xdpr_mode; then
+	stats_to /tmp/st5
+	sgrew "VLAN 402: c402's requests forwarded in XDP" - /tmp/st5 "$IGB0.402" forwarded 3
+	[ -n "$DPID" ] && dstop
+	diag "xdprd's log:"
+	diag "$(cat /tmp/xdprd.log)"
+fi
+note "VLANs followed with no command: xdprd enrolled VID 400 in ${en_ms:--} ms, took it out in ${out_ms:--} ms; link sync ${sync_ms:--} ms; the part $(($(uptime_ms) - dt0)) ms"
 
 if xdpr_mode; then
 	cli_ok "link detach all" link detach all
