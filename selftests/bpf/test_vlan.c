@@ -578,6 +578,77 @@ static bool run_case(const struct vcase *c)
 	return step(c->in, &f, c->reason, slot, NULL, NULL);
 }
 
+/* ---- the route map: routes through VLANs ---- */
+
+static void cfg_set(__u32 flags);
+
+/* prefix, gateway, the interface it is on */
+static const char *const rt_routes[][3] = {
+	{ "198.51.100.0/24", "10.200.0.2", "v200" },
+	{ "2001:db8:5100::/48", "2001:db8:200::2", "v200" },
+	{ "203.0.113.0/24", "10.0.1.2", "u0" },
+	{ "2001:db8:5300::/48", "2001:db8:1::2", "u0" },
+};
+#define NRT ((int)(sizeof(rt_routes) / sizeof(rt_routes[0])))
+
+/* The route map's slot 0 as the loader builds it (xdpr_rt_make_slot), and on. */
+static void routes_on(void)
+{
+	int outer[XDPR_RT_MAPS] = { bpf_map__fd(skel->maps.xdpr_rtdir), bpf_map__fd(skel->maps.xdpr_rtrec),
+				    bpf_map__fd(skel->maps.xdpr_rtnh) };
+	struct xdpr_rtent local[2] = { { .family = AF_INET }, { .family = AF_INET6 } };
+	struct xdpr_rtrec rec[NRT];
+	struct xdpr_cfg c;
+	struct xdpr x = {};
+	__u32 zero = 0;
+	int fd[XDPR_RT_MAPS];
+
+	memset(rec, 0, sizeof(rec));
+	for (int i = 0; i < NRT; i++) {
+		char buf[64], *slash;
+
+		snprintf(buf, sizeof(buf), "%s", rt_routes[i][0]);
+		slash = strchr(buf, '/');
+		*slash = 0;
+		rec[i].plen = atoi(slash + 1);
+		rec[i].family = strchr(buf, ':') ? AF_INET6 : AF_INET;
+		addr(rec[i].family, buf, rec[i].addr);
+		rec[i].r.id = i + 1;
+		rec[i].r.action = XDPR_RT_VIA;
+		rec[i].r.nnh = 1;
+		addr(rec[i].family, rt_routes[i][1], rec[i].r.nh[0].gw);
+		rec[i].r.nh[0].ifindex = dev_get(rt_routes[i][2])->ifindex;
+	}
+	addr(AF_INET, "10.0.1.1", local[0].addr);
+	addr(AF_INET6, "2001:db8:1::1", local[1].addr);
+	if (xdpr_rt_make_slot(&x, rec, NRT, local, 2, fd))
+		die("cannot build the route map: %s", x.err);
+	for (int i = 0; i < XDPR_RT_MAPS; i++) {
+		if (bpf_map_update_elem(outer[i], &zero, &fd[i], BPF_ANY))
+			die("cannot install the route map: %s", strerror(errno));
+		close(fd[i]);
+	}
+	cfg_set(XDPR_CFG_ROUTES);
+	if (bpf_map_lookup_elem(cfg_fd, &zero, &c) || c.rt_slot != 0)
+		die("the route map is not on slot 0");
+}
+
+#define RT4(a) .ip = 4, .dst = a
+#define RT6(a) .ip = 6, .dst = a
+
+/* destinations the kernel FIB has no route for: only the route map forwards them */
+static const struct vcase rt_cases[] = {
+	{ "route map: ip4 u0 -> 198.51.100.7 via v200's gateway: tag 200 pushed", "u0", {},
+	  { S4, RT4("198.51.100.7") }, NULL, FWD("v200", 1) },
+	{ "route map: ip6 v100 -> 2001:db8:5100::7 via v200's gateway: tag 100 -> 200", "t0", TAG(100),
+	  { S6, RT6("2001:db8:5100::7") }, NULL, FWD("v200", 1) },
+	{ "route map: ip4 v300 -> 203.0.113.9 via u0's gateway: tag popped", "q0", TAG(300),
+	  { S4, RT4("203.0.113.9") }, NULL, FWD("u0", 0) },
+	{ "route map: ip6 v100 -> 2001:db8:5300::9 via u0's gateway: tag popped", "t0", TAG(100),
+	  { S6, RT6("2001:db8:5300::9") }, NULL, FWD("u0", 0) },
+};
+#define NRTC ((int)(sizeof(rt_cases) / sizeof(rt_cases[0])))
+
 /* ---- source NAT: masquerade out of v400 ---- */
 
 static void cfg_set(__u32 flags)
@@ -1038,11 +1109,16 @@ int main(void)
 	nat_cfg_flags = XDPR_CFG_NAT | (probe_fib_src() >= 0 ? XDPR_CFG_FIB_SRC : 0);
 	cfg_set(0);
 
-	printf("1..%d\n", NCASES + nnat + 1 + NFLT + 2 + 1);
+	printf("1..%d\n", NCASES + NRTC + nnat + 1 + NFLT + 2 + 1);
 	for (int i = 0; i < NCASES; i++) {
 		cur_step = NULL;
 		tap(run_case(&cases[i]), cases[i].name, NULL);
 	}
+
+	routes_on();
+	for (int i = 0; i < NRTC; i++)
+		tap(run_case(&rt_cases[i]), rt_cases[i].name, NULL);
+	cfg_set(0);
 
 	nat_on(true);
 	for (int i = 0; i < nnat; i++)
