@@ -1465,7 +1465,7 @@ static int fz_quote_of(const struct fz_pkt *p, __u8 *q, int max)
 
 static int fz_seeds(struct fz_seed *s, int max)
 {
-	static __u8 q1[64], q2[64], q3[64], q4[64];
+	static __u8 q1[64], q2[64], q3[64], q4[64], q5[64];
 	int n = 0, ql;
 	const __u8 bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
@@ -1562,6 +1562,70 @@ static int fz_seeds(struct fz_seed *s, int max)
 	SEED("ingress not xdpr's", { .dev = 4, .src = "10.0.7.2", .dst = "10.0.1.2", .sport = 1, .dport = 53 });
 	SEED("ingress lo", { .dev = 5, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53 });
 	SEED("gre to masq", { .dev = 0, .src = "10.0.1.2", .dst = "192.0.2.7", .proto = 47, .plen = 20 });
+
+	/* VLANs of r0: pop (VLAN to port), push (port to VLAN), rewrite (VLAN to VLAN), PCPs */
+#define V(vid, pcp) .dev = 0, .tag = FZ_TCI(vid, pcp)
+	SEED("vlan udp4 v100 -> r3 (pop)", { V(100, 3), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 4100, .dport = 53, .tos = 0x10 });
+	SEED("vlan tcp4 v100 -> v300 (rewrite)", { V(100, 5), .src = "10.0.10.2", .dst = "10.0.31.5", .proto = IPPROTO_TCP, .sport = 4101, .dport = 80, .tos = 0x08 });
+	SEED("vlan tcp4 v300 -> v100, PCP from TOS", { V(300, 0), .src = "10.0.30.2", .dst = "10.0.10.2", .proto = IPPROTO_TCP, .sport = 4102, .dport = 80, .tos = 0x10 });
+	SEED("vlan icmp4 echo r3 -> v100 (push)", { .dev = 3, .src = "10.0.5.2", .dst = "10.0.10.2", .proto = IPPROTO_ICMP, .type = 8, .sport = 11, .tos = 0x18 });
+	SEED("vlan icmp4 echo v100 -> v300", { V(100, 7), .src = "10.0.10.2", .dst = "10.0.30.2", .proto = IPPROTO_ICMP, .type = 8, .sport = 12 });
+	SEED("vlan udp4 DEI set v100 -> v300", { .dev = 0, .tag = FZ_TCI(100, 1) | 0x1000, .src = "10.0.10.2", .dst = "10.0.31.5", .sport = 4103, .dport = 53 });
+	SEED("vlan udp6 v100 -> r3 (pop)", { V(100, 3), .family = 6, .src = "2001:db8:10::2", .dst = "2001:db8:5::2", .sport = 4104, .dport = 53 });
+	SEED("vlan tcp6 v100 -> v300", { V(100, 5), .family = 6, .src = "2001:db8:10::2", .dst = "2001:db8:31::1", .proto = IPPROTO_TCP, .sport = 4105, .dport = 80 });
+	SEED("vlan icmp6 r0 -> v100 (push)", { .dev = 0, .family = 6, .src = "2001:db8:1::2", .dst = "2001:db8:10::2", .proto = IPPROTO_ICMPV6, .type = 128, .sport = 13 });
+	SEED("vlan icmp6 v200 -> v100, ingress map", { V(200, 4), .family = 6, .src = "2001:db8:20::2", .dst = "2001:db8:10::2", .proto = IPPROTO_ICMPV6, .type = 128, .sport = 14 });
+	SEED("vlan udp6 v300 -> v200", { V(300, 6), .family = 6, .src = "2001:db8:30::2", .dst = "2001:db8:21::9", .sport = 4106, .dport = 53, .tos = 0xb8 });
+
+	/* masquerade out of v200 (from a VLAN and from the untagged port), out of r1 from a VLAN */
+	SEED("vlan udp4 v100 -> v200 masq + reply", { V(100, 0), .src = "10.0.10.2", .dst = "192.168.200.5", .sport = 5100, .dport = 53, .tos = 0x10 },
+	     { V(200, 4), .src = "192.168.200.5", .dst = FZ_VMASQ_ADDR, .sport = 53, .dport = 5100 });
+	SEED("vlan tcp4 r0 -> v200 masq handshake", { .dev = 0, .src = "10.0.1.2", .dst = "192.168.200.6", .proto = IPPROTO_TCP, .sport = 40100, .dport = 80 },
+	     { V(200, 0), .src = "192.168.200.6", .dst = FZ_VMASQ_ADDR, .proto = IPPROTO_TCP, .sport = 80, .dport = 40100, .flags = 0x12 },
+	     { .dev = 0, .src = "10.0.1.2", .dst = "192.168.200.6", .proto = IPPROTO_TCP, .sport = 40100, .dport = 80, .flags = 0x10 });
+	SEED("vlan icmp4 echo v300 -> v200 masq, a reply to its old id", { V(300, 0), .src = "10.0.30.2", .dst = "192.168.200.7", .proto = IPPROTO_ICMP, .type = 8, .sport = 77 },
+	     { V(200, 0), .src = "192.168.200.7", .dst = FZ_VMASQ_ADDR, .proto = IPPROTO_ICMP, .type = 0, .sport = 77 });
+	SEED("vlan udp4 v100 -> r1 masq + reply (push)", { V(100, 2), .src = "10.0.10.2", .dst = "192.0.2.7", .sport = 5101, .dport = 53 },
+	     { .dev = 1, .src = "192.0.2.7", .dst = FZ_MASQ_ADDR, .sport = 53, .dport = 5101, .tos = 0x08 });
+	ql = fz_quote_of(&(struct fz_pkt){ .dev = 0, .src = FZ_VMASQ_ADDR, .dst = "192.168.200.5", .sport = 5102, .dport = 53, .ttl = 63 }, q5, 28);
+	SEED("vlan icmp4 error in v200, quoting masq udp", { V(100, 0), .src = "10.0.10.2", .dst = "192.168.200.5", .sport = 5102, .dport = 53 },
+	     { V(200, 0), .src = "172.20.0.2", .dst = FZ_VMASQ_ADDR, .proto = IPPROTO_ICMP, .type = 3, .code = 3, .quote = q5, .quote_len = ql });
+	SEED("vlan ttl expiring in v200, to a masq session (answer tagged)", { V(100, 0), .src = "10.0.10.2", .dst = "192.168.200.8", .sport = 5103, .dport = 53 },
+	     { V(200, 4), .src = "192.168.200.8", .dst = FZ_VMASQ_ADDR, .sport = 53, .dport = 5103, .ttl = 1 });
+	SEED("vlan hairpin to the v200 masq address", { .dev = 0, .src = "10.0.1.2", .dst = "192.168.200.9", .sport = 5104, .dport = 53 },
+	     { V(100, 0), .src = "10.0.10.2", .dst = FZ_VMASQ_ADDR, .sport = 53, .dport = 5104 });
+
+	/* the filter on VLANs: reject answered tagged, in v300 and out v300 rules */
+	SEED("vlan filter reject tcp v100 (answer tagged)", { V(100, 5), .src = "10.0.10.2", .dst = "10.0.6.9", .proto = IPPROTO_TCP, .sport = 3, .dport = FZ_TCP_REJECT, .tos = 0x10 });
+	SEED("vlan filter reject tcp6 v200 (answer tagged)", { V(200, 4), .family = 6, .src = "2001:db8:20::2", .dst = "2001:db8:5::2", .proto = IPPROTO_TCP, .sport = 3, .dport = FZ_TCP_REJECT });
+	SEED("vlan filter drop in v300", { V(300, 0), .src = "10.0.30.2", .dst = "10.0.6.9", .sport = 3, .dport = FZ_UDP_DROP_IN });
+	SEED("vlan filter in v300 rule, from v100", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 3, .dport = FZ_UDP_DROP_IN });
+	SEED("vlan filter drop out v300", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.31.5", .proto = IPPROTO_TCP, .sport = 3, .dport = FZ_TCP_DROP_OUT });
+	SEED("vlan filter drop out v300, from v100", { V(100, 1), .src = "10.0.10.2", .dst = "10.0.31.5", .proto = IPPROTO_TCP, .sport = 3, .dport = FZ_TCP_DROP_OUT });
+	SEED("vlan filter drop src v100", { V(100, 0), .src = FZ_BAD4, .dst = "10.0.6.9", .sport = 3, .dport = 4 });
+
+	/* to the kernel with the tag it came with */
+	SEED("vlan oversize DF v100 -> v300", { V(100, 3), .src = "10.0.10.2", .dst = "10.9.30.5", .sport = 4107, .dport = 53, .plen = 1400, .df = 1 });
+	SEED("vlan oversize v100 -> v300", { V(100, 3), .src = "10.0.10.2", .dst = "10.9.30.5", .sport = 4108, .dport = 53, .plen = 1400 });
+	SEED("vlan ipv4 options v100", { V(100, 3), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 4109, .dport = 53, .opts = 4 });
+	SEED("vlan ipv6 hop-by-hop v100", { V(100, 3), .family = 6, .src = "2001:db8:10::2", .dst = "2001:db8:5::2", .sport = 4110, .dport = 53, .ext = 1 });
+	SEED("vlan ipv4 fragment v300 -> v200 masq", { V(300, 2), .src = "10.0.30.2", .dst = "192.168.200.5", .sport = 4111, .dport = 53, .mf = 1, .plen = 64 });
+	SEED("vlan to the router v100", { V(100, 3), .src = "10.0.10.2", .dst = "10.0.10.1", .sport = 4112, .dport = 53 });
+	SEED("vlan ttl 1 v100", { V(100, 3), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 4113, .dport = 53, .ttl = 1 });
+	SEED("vlan no neighbour v300", { V(300, 0), .src = "10.0.30.2", .dst = "10.0.30.77", .sport = 4114, .dport = 53 });
+	SEED("vlan broadcast v100", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.10.255", .sport = 4115, .dport = 53, .dmac = bcast });
+	SEED("vlan unknown VID", { V(FZ_VID_UNKNOWN, 2), .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53 });
+	SEED("vlan unknown VID ipv6", { V(FZ_VID_UNKNOWN, 0), .family = 6, .src = "2001:db8:1::2", .dst = "2001:db8:5::2", .sport = 1, .dport = 53 });
+	SEED("vlan VID 0 (priority tag)", { V(0, 3), .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53 });
+	SEED("vlan tagged on a port without VLANs", { .dev = 3, .tag = FZ_TCI(100, 0), .src = "10.0.5.2", .dst = "10.0.1.2", .sport = 1, .dport = 53 });
+	SEED("QinQ 802.1ad", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag = 100, .tag2 = 200 });
+	SEED("QinQ stacked 802.1Q", { .dev = 0, .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag = 100, .tag2 = 100, .tpid2 = 0x8100 });
+	SEED("802.1ad alone", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag2 = 100 });
+	SEED("vlan truncated tag", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .trunc = 16 });
+	SEED("vlan tag and no more", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .trunc = 18 });
+	SEED("vlan truncated ipv4 header", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .trunc = 30 });
+	SEED("QinQ truncated inner tag", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag = 100, .tag2 = 100, .tpid2 = 0x8100, .trunc = 20 });
+#undef V
 #undef SEED
 	return n;
 }
