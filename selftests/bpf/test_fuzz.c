@@ -8,7 +8,8 @@
  * reported as TODO (prove does not fail on it, and says when it passes).
  *
  * The oracle is tested too: with the program's set-up broken on purpose
- * (a drop rule gone, a NAT rule gone) the seeds that exercise them must
+ * (a drop rule gone, a NAT rule gone, a VLAN's egress-qos-map changed) the
+ * seeds that exercise them must
  * break the invariant that watches them.  And the seeds must reach every
  * verdict and many reasons, so a corpus that rots into one reason fails.
  * TAP on stdout; exit 1 if any case failed.
@@ -24,7 +25,7 @@
 #define REGRESS "selftests/fuzz/regress"
 #define XFAIL   "selftests/fuzz/xfail.txt"
 
-static struct fz_seed seeds[96];
+static struct fz_seed seeds[FZ_SEEDS_MAX];
 static int nseeds;
 
 /* A saved input: .hex files are hex digits (whitespace and # comments ignored), others raw. */
@@ -113,7 +114,7 @@ static int last_reason(const struct fz_seed *s)
 	fz_reset();
 	for (int i = 0; i < n; i++) {
 		memcpy(buf, r[i].b, r[i].len);
-		reason = fz_frame(i, r[i].dev > FZ_NDEVS ? FZ_NDEVS : r[i].dev, buf, r[i].len);
+		reason = fz_frame(i, r[i].dev >= FZ_NIN ? FZ_NIN : r[i].dev, buf, r[i].len);
 	}
 	return reason;
 }
@@ -167,6 +168,28 @@ static bool sabotage_nat(void)
 	return bad && !strcmp(bad, "nat leak");
 }
 
+/* With v100's egress-qos-map changed behind the oracle's back, it must see the wrong PCP. */
+static bool sabotage_vlan(void)
+{
+	int fd = bpf_map__fd(fz_skel->maps.xdpr_ifaces);
+	struct xdpr_iface keep, bad;
+	__u32 ifi = fz_devs[FZ_V100].ifindex;
+	const char *why;
+
+	if (bpf_map_lookup_elem(fd, &ifi, &keep))
+		die("cannot read xdpr_ifaces[v100]");
+	bad = keep;
+	for (size_t i = 0; i < sizeof(bad.pcp); i++)
+		bad.pcp[i] = (keep.pcp[i] + 1) & 7;
+	if (bpf_map_update_elem(fd, &ifi, &bad, BPF_EXIST))
+		die("cannot write xdpr_ifaces[v100]");
+	why = fz_input(seed("vlan icmp4 echo r3 -> v100 (push)")->b, seed("vlan icmp4 echo r3 -> v100 (push)")->len);
+	if (bpf_map_update_elem(fd, &ifi, &keep, BPF_EXIST))
+		die("cannot put xdpr_ifaces[v100] back");
+	note("with v100's egress-qos-map shifted: %s", why ? fz_why : "no invariant broken");
+	return why && !strcmp(why, "vlan");
+}
+
 /* test_fuzz FILE...: each input's frames, reasons and the frames the program left, for a write-up. */
 static int show(int argc, char **argv)
 {
@@ -185,11 +208,11 @@ static int show(int argc, char **argv)
 		fz_reset();
 		for (int i = 0; i < n; i++) {
 			struct xdp_md ctx = { .data_end = r[i].len,
-					      .ingress_ifindex = r[i].dev < FZ_NDEVS ? fz_devs[r[i].dev].ifindex : 1 };
+					      .ingress_ifindex = r[i].dev < FZ_NIN ? fz_devs[r[i].dev].ifindex : 1 };
 			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = r[i].b, .data_size_in = r[i].len, .data_out = out,
 				    .data_size_out = sizeof(out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
 
-			printf("  frame %d on %s, %d bytes:\n    in  ", i, r[i].dev < FZ_NDEVS ? fz_devs[r[i].dev].name : "lo",
+			printf("  frame %d on %s, %d bytes:\n    in  ", i, r[i].dev < FZ_NIN ? fz_devs[r[i].dev].name : "lo",
 			       r[i].len);
 			for (int k = 0; k < r[i].len; k++)
 				printf("%02x", r[i].b[k]);
@@ -224,13 +247,13 @@ int main(int argc, char **argv)
 	if (nents < 0)
 		die("cannot list %s: %s", REGRESS, strerror(errno));
 	fz_setup_all();
-	nseeds = fz_seeds(seeds, 96);
+	nseeds = fz_seeds(seeds, FZ_SEEDS_MAX);
 	{
 		int nreg = 0;
 
 		for (int i = 0; i < nents; i++)
 			nreg += ents[i]->d_name[0] != '.' && strcmp(ents[i]->d_name, "README");
-		printf("1..%d\n", nseeds + nreg + 3);
+		printf("1..%d\n", nseeds + nreg + 4);
 	}
 	for (int i = 0; i < nseeds; i++) {
 		const char *bad = fz_input(seeds[i].b, seeds[i].len);
@@ -254,6 +277,7 @@ int main(int argc, char **argv)
 	    "the seeds reach drop, pass, tx and redirect, and at least 20 reasons", NULL);
 	tap(sabotage_filter(), "the oracle catches a frame the filter should have dropped", NULL);
 	tap(sabotage_nat(), "the oracle catches an inside source leaving a NAT interface", NULL);
+	tap(sabotage_vlan(), "the oracle catches a frame leaving a VLAN with a PCP the kernel would not give it", NULL);
 
 	for (int i = 0; i < nents; i++) {
 		const char *n = ents[i]->d_name;

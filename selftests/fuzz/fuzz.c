@@ -43,8 +43,8 @@ static void write_file(const char *path, const void *b, size_t n)
 
 static void write_seeds(const char *dir)
 {
-	static struct fz_seed s[96];
-	int n = fz_seeds(s, 96);
+	static struct fz_seed s[FZ_SEEDS_MAX];
+	int n = fz_seeds(s, FZ_SEEDS_MAX);
 	char path[512];
 
 	mkdir(dir, 0755);

@@ -48,17 +48,44 @@ struct fz_dev {
 	__u32 slot;      /* 0: not attached (not in xdpr_ifaces) */
 	__u32 ifindex;
 	__u8 hw[6];
+	/* VLANs only: the port they are a VLAN of, their VID, QoS maps (struct xdpr_iface) */
+	const char *parent;
+	__u16 vid;
+	__u8 in_prio[8]; /* ingress-qos-map: PCP -> priority */
+	__u8 pcp[17];    /* egress-qos-map: priority 0..15 (16: above) -> PCP */
+	__u8 trunk;      /* ports with VLANs: their row of xdpr_vlans */
 };
 
-/* index = the low 3 bits of a record's device byte; 5-7: lo (no xdpr_ifaces entry) */
+/*
+ * 0-4: ports, index = the low 3 bits of a record's device byte (5-7: lo, no
+ * xdpr_ifaces entry).  5-7: 802.1Q VLANs of r0, the trunk, enrolled as the
+ * loader enrols them; their frames arrive on r0 tagged.  The host kernel has
+ * no 802.1Q: veths stand in for the VLAN devices (addresses, routes and
+ * neighbours for the FIB; the program never redirects to them, xdpr_tx_ports
+ * has an entry for each as for a VLAN).
+ */
 static struct fz_dev fz_devs[] = {
-	{ "r0", "c0", "02:00:00:00:01:01", "02:00:00:00:01:09", 1, 0, {} }, /* inside */
-	{ "r1", "s1", "02:00:00:00:02:01", "02:00:00:00:02:09", 2, 0, {} }, /* NAT: masquerade */
-	{ "r2", "s2", "02:00:00:00:03:01", "02:00:00:00:03:09", 3, 0, {} }, /* NAT: pool */
-	{ "r3", "s3", "02:00:00:00:04:01", "02:00:00:00:04:09", 4, 0, {} }, /* plain */
-	{ "r4", "s4", "02:00:00:00:05:01", "02:00:00:00:05:09", 0, 0, {} }, /* not xdpr's */
+	{ .name = "r0", .peer = "c0", .mac = "02:00:00:00:01:01", .peer_mac = "02:00:00:00:01:09", .slot = 1 }, /* inside, the trunk */
+	{ .name = "r1", .peer = "s1", .mac = "02:00:00:00:02:01", .peer_mac = "02:00:00:00:02:09", .slot = 2 }, /* NAT: masquerade */
+	{ .name = "r2", .peer = "s2", .mac = "02:00:00:00:03:01", .peer_mac = "02:00:00:00:03:09", .slot = 3 }, /* NAT: pool */
+	{ .name = "r3", .peer = "s3", .mac = "02:00:00:00:04:01", .peer_mac = "02:00:00:00:04:09", .slot = 4 }, /* plain */
+	{ .name = "r4", .peer = "s4", .mac = "02:00:00:00:05:01", .peer_mac = "02:00:00:00:05:09", .slot = 0 }, /* not xdpr's */
+	/* inside, with QoS maps: ingress-qos-map 1:2 3:6 5:4 7:1, egress-qos-map 0:1 2:3 4:5 6:7 9:2 */
+	{ .name = "v100", .peer = "w100", .mac = "02:00:00:00:0a:01", .peer_mac = "02:00:00:00:0a:09", .slot = 5,
+	  .parent = "r0", .vid = 100, .in_prio = { 0, 2, 0, 6, 0, 4, 0, 1 },
+	  .pcp = { 1, 0, 3, 0, 5, 0, 7, 0, 0, 2 } },
+	/* NAT: masquerade (rule 3); egress-qos-map 2:2 4:4 6:6, ingress-qos-map 4:6 */
+	{ .name = "v200", .peer = "w200", .mac = "02:00:00:00:14:01", .peer_mac = "02:00:00:00:14:09", .slot = 6,
+	  .parent = "r0", .vid = 200, .in_prio = { 0, 0, 0, 0, 6, 0, 0, 0 }, .pcp = { 0, 0, 2, 0, 4, 0, 6 } },
+	/* plain, named by filter rules (in, out); no QoS maps */
+	{ .name = "v300", .peer = "w300", .mac = "02:00:00:00:1e:01", .peer_mac = "02:00:00:00:1e:09", .slot = 7,
+	  .parent = "r0", .vid = 300 },
 };
 #define FZ_NDEVS ((int)(sizeof(fz_devs) / sizeof(fz_devs[0])))
+#define FZ_NIN   5 /* ingress devices a record can name: fz_devs[0..4] */
+#define FZ_V100  5
+#define FZ_V200  6
+#define FZ_V300  7
 #define FZ_OTHER_IFINDEX 1 /* lo: a device the router has nothing for */
 
 static const char *const fz_setup[] = {
@@ -88,6 +115,25 @@ static const char *const fz_setup[] = {
 	"ip route add 10.0.6.0/24 via 10.0.5.2 dev r3",
 	"ip route add 10.9.4.0/24 via 10.0.2.2 dev r1 mtu lock 1280",
 	"ip -6 route add 2001:db8:9::/48 via 2001:db8:5::2 dev r3 mtu lock 1280",
+	/* the VLANs of r0 (stand-ins) */
+	"ip addr add 10.0.10.1/24 dev v100",
+	"ip addr add 172.20.0.1/24 dev v200",
+	"ip addr add 10.0.30.1/24 dev v300",
+	"ip -6 addr add 2001:db8:10::1/64 dev v100 nodad",
+	"ip -6 addr add 2001:db8:20::1/64 dev v200 nodad",
+	"ip -6 addr add 2001:db8:30::1/64 dev v300 nodad",
+	"ip neigh replace 10.0.10.2 lladdr 02:00:00:00:0a:02 dev v100 nud permanent",
+	"ip neigh replace 10.0.10.66 lladdr 02:00:00:00:0a:66 dev v100 nud permanent",
+	"ip neigh replace 172.20.0.2 lladdr 02:00:00:00:14:02 dev v200 nud permanent",
+	"ip neigh replace 10.0.30.2 lladdr 02:00:00:00:1e:02 dev v300 nud permanent",
+	"ip -6 neigh replace 2001:db8:10::2 lladdr 02:00:00:00:0a:02 dev v100 nud permanent",
+	"ip -6 neigh replace 2001:db8:20::2 lladdr 02:00:00:00:14:02 dev v200 nud permanent",
+	"ip -6 neigh replace 2001:db8:30::2 lladdr 02:00:00:00:1e:02 dev v300 nud permanent",
+	"ip route add 192.168.200.0/24 via 172.20.0.2 dev v200",
+	"ip route add 10.0.31.0/24 via 10.0.30.2 dev v300",
+	"ip route add 10.9.30.0/24 via 10.0.30.2 dev v300 mtu lock 1280",
+	"ip -6 route add 2001:db8:31::/48 via 2001:db8:30::2 dev v300",
+	"ip -6 route add 2001:db8:21::/48 via 2001:db8:20::2 dev v200",
 };
 
 /* The NAT rules (ids 1 and 2), what "xdpr nat add" would write. */
@@ -98,6 +144,11 @@ static const char *const fz_setup[] = {
 #define FZ_POOL_N     4
 #define FZ_POOL_SRC   "10.0.1.0"
 #define FZ_POOL_PLEN  24
+#define FZ_VMASQ_ADDR "172.20.0.1" /* rule 3: out v200 src 10.0.0.0/8 masquerade (v200's address) */
+
+/* The trunk's tags: a VLAN's VID with a PCP, and VIDs r0 has no VLAN for. */
+#define FZ_TCI(vid, pcp) ((vid) | (pcp) << 13)
+#define FZ_VID_UNKNOWN 999
 
 /* Route map, slot 0 (the FIB is asked for everything else). */
 static const struct { const char *prefix; int action; const char *gw, *dev; __u32 id; } fz_routes[] = {
@@ -121,6 +172,8 @@ static const struct { const char *prefix; int action; const char *gw, *dev; __u3
 #define FZ_BAD6  "2001:db8:1::66"
 #define FZ_UDP_DROP 9999
 #define FZ_TCP_REJECT 23
+#define FZ_UDP_DROP_IN  7300 /* drop in v300 udp dport 7300 */
+#define FZ_TCP_DROP_OUT 7301 /* drop out v300 tcp dport 7301 */
 
 /* ---- state ---- */
 
@@ -383,6 +436,19 @@ static int fz_keyed(enum bpf_map_type type, const char *name, __u32 ksize, __u32
 	return fd;
 }
 
+static struct xdpr_flt_spec fz_rule_dev(__u8 action, const char *in, const char *out, int proto, int dport)
+{
+	struct xdpr_flt_spec r = { .action = action, .has = XDPR_FH_PROTO | XDPR_FH_DPORT, .proto = proto };
+
+	snprintf(r.in, sizeof(r.in), "%s", in ?: "");
+	snprintf(r.out, sizeof(r.out), "%s", out ?: "");
+	r.dport[0] = r.dport[1] = dport;
+	/* what the library resolves before it compiles (loader/filter.c resolve) */
+	r.in_ifindex = in ? fz_dev(in)->ifindex : 0;
+	r.out_ifindex = out ? fz_dev(out)->ifindex : 0;
+	return r;
+}
+
 static struct xdpr_flt_spec fz_rule(__u8 action, const char *src, int proto, int dport, __u8 states)
 {
 	struct xdpr_flt_spec r = { .action = action };
@@ -416,6 +482,8 @@ static void fz_filter_install(void)
 		fz_rule(XDPR_FLT_DROP, FZ_BAD6, 0, 0, 0),
 		fz_rule(XDPR_FLT_DROP, NULL, IPPROTO_UDP, FZ_UDP_DROP, 0),
 		fz_rule(XDPR_FLT_REJECT, NULL, IPPROTO_TCP, FZ_TCP_REJECT, 0),
+		fz_rule_dev(XDPR_FLT_DROP, "v300", NULL, IPPROTO_UDP, FZ_UDP_DROP_IN),
+		fz_rule_dev(XDPR_FLT_DROP, NULL, "v300", IPPROTO_TCP, FZ_TCP_DROP_OUT),
 		fz_rule(XDPR_FLT_ACCEPT, NULL, 0, 0, 1 << XDPR_FS_ESTABLISHED | 1 << XDPR_FS_RELATED),
 	};
 	struct xdpr_flt_list l = { .policy = XDPR_FLT_ACCEPT, .n = sizeof(spec) / sizeof(spec[0]), .r = spec };
@@ -490,6 +558,20 @@ static void fz_routes_install(void)
 	}
 }
 
+/*
+ * What the loader's xdpr_iface_put writes: the interface's settings, and for
+ * a VLAN their copy in xdpr_vlan_cfg by its counter slot.
+ */
+static void fz_iface_put(const struct fz_dev *d, const struct xdpr_iface *c, __u64 flags)
+{
+	struct xdpr_vlan_cfg vc = { .ifindex = d->ifindex, .cfg = *c };
+
+	if (bpf_map_update_elem(bpf_map__fd(fz_skel->maps.xdpr_ifaces), &d->ifindex, c, flags) ||
+	    ((c->flags & XDPR_IF_VLAN) &&
+	     bpf_map_update_elem(bpf_map__fd(fz_skel->maps.xdpr_vlan_cfg), &c->slot, &vc, BPF_ANY)))
+		die("cannot write the settings of %s: %s", d->name, strerror(errno));
+}
+
 static void fz_nat_install(void)
 {
 	int rules = bpf_map__fd(fz_skel->maps.xdpr_nat_rules), ifs = bpf_map__fd(fz_skel->maps.xdpr_ifaces);
@@ -503,21 +585,76 @@ static void fz_nat_install(void)
 		.src_mask = htonl(~0u << (32 - FZ_POOL_PLEN)), .pool_first = fz_ip4(FZ_POOL_FIRST),
 		.pool_count = FZ_POOL_N, .port_min = 20000, .port_max = 20003, .ifname = "r2",
 	};
-	__u32 id1 = 1, id2 = 2;
+	struct xdpr_nat_rule r3 = {
+		.ifindex = fz_dev("v200")->ifindex, .flags = XDPR_NAT_MASQ, .src_net = fz_ip4(FZ_MASQ_SRC),
+		.src_mask = htonl(~0u << (32 - FZ_MASQ_PLEN)), .masq_addr = fz_ip4(FZ_VMASQ_ADDR),
+		.port_min = 1024, .port_max = 65535, .ifname = "v200",
+	};
+	const struct xdpr_nat_rule *r[] = { &r1, &r2, &r3 };
+	const char *on[] = { "r1", "r2", "v200" };
 
-	if (bpf_map_update_elem(rules, &id1, &r1, BPF_ANY) || bpf_map_update_elem(rules, &id2, &r2, BPF_ANY))
-		die("cannot write the NAT rules: %s", strerror(errno));
-	for (int k = 1; k <= 2; k++) {
-		struct fz_dev *d = fz_dev(k == 1 ? "r1" : "r2");
+	for (__u32 k = 1; k <= 3; k++) {
+		struct fz_dev *d = fz_dev(on[k - 1]);
 		struct xdpr_iface c;
 
+		if (bpf_map_update_elem(rules, &k, r[k - 1], BPF_ANY))
+			die("cannot write the NAT rules: %s", strerror(errno));
 		if (bpf_map_lookup_elem(ifs, &d->ifindex, &c))
 			die("cannot read xdpr_ifaces[%s]", d->name);
 		c.nrules = 1;
 		c.rules[0] = k;
-		if (bpf_map_update_elem(ifs, &d->ifindex, &c, BPF_EXIST))
-			die("cannot write xdpr_ifaces[%s]", d->name);
+		fz_iface_put(d, &c, BPF_EXIST);
 	}
+}
+
+/*
+ * The attach: ports first (a port with VLANs gets the next trunk number),
+ * then each VLAN as the loader enrols it (loader/vlan.c): its settings with
+ * XDPR_IF_VLAN, parent, VID and QoS maps, their copy by slot, a devmap entry
+ * of its own (never a redirect target) and its slot in its port's row of
+ * xdpr_vlans.
+ */
+static void fz_register(void)
+{
+	int tx = bpf_map__fd(fz_skel->maps.xdpr_tx_ports), vlans = bpf_map__fd(fz_skel->maps.xdpr_vlans);
+	__u8 trunks = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < FZ_NDEVS; i++) {
+			struct fz_dev *d = &fz_devs[i];
+			struct xdpr_iface c = { .slot = d->slot, .flags = XDPR_IF_XMIT };
+
+			if (!d->slot || !d->parent != !pass)
+				continue;
+			memcpy(c.mac, d->hw, 6);
+			if (d->parent) {
+				struct fz_dev *p = fz_dev(d->parent);
+
+				if (!p->trunk || !p->slot)
+					die("VLAN %s: its port %s is not attached", d->name, p->name);
+				c.flags |= XDPR_IF_VLAN;
+				c.parent = p->ifindex;
+				c.vid = d->vid;
+				memcpy(c.in_prio, d->in_prio, sizeof(c.in_prio));
+				memcpy(c.pcp, d->pcp, sizeof(c.pcp));
+			} else {
+				bool has = false;
+
+				for (int v = 0; v < FZ_NDEVS; v++)
+					has |= fz_devs[v].parent && !strcmp(fz_devs[v].parent, d->name);
+				if (has)
+					d->trunk = c.trunk = ++trunks;
+			}
+			if (bpf_map_update_elem(tx, &d->ifindex, &d->ifindex, BPF_ANY))
+				die("cannot give %s its devmap entry: %s", d->name, strerror(errno));
+			fz_iface_put(d, &c, BPF_ANY);
+			if (d->parent) {
+				__u32 k = (fz_dev(d->parent)->trunk - 1) * XDPR_VIDS + d->vid;
+
+				if (bpf_map_update_elem(vlans, &k, &c.slot, BPF_ANY))
+					die("cannot enrol VLAN %s: %s", d->name, strerror(errno));
+			}
+		}
 }
 
 static void fz_cfg_write(void)
@@ -585,17 +722,7 @@ static void fz_setup_all(void)
 	fz_pc = calloc(fz_ncpus, sizeof(*fz_pc));
 	if (!fz_pc)
 		die("out of memory");
-	for (int i = 0; i < FZ_NDEVS; i++) {
-		struct fz_dev *d = &fz_devs[i];
-		struct xdpr_iface c = { .slot = d->slot, .flags = XDPR_IF_XMIT };
-
-		if (!d->slot)
-			continue;
-		memcpy(c.mac, d->hw, 6);
-		if (bpf_map_update_elem(bpf_map__fd(fz_skel->maps.xdpr_tx_ports), &d->ifindex, &d->ifindex, BPF_ANY) ||
-		    bpf_map_update_elem(bpf_map__fd(fz_skel->maps.xdpr_ifaces), &d->ifindex, &c, BPF_ANY))
-			die("cannot register %s: %s", d->name, strerror(errno));
-	}
+	fz_register();
 	fz_fib_src = fz_probe_fib_src() >= 0;
 	fz_cfg_write();
 	fz_nat_install();
@@ -640,7 +767,7 @@ static void fz_reset(void)
 
 /* ---- counters ---- */
 
-#define FZ_SLOTS 5 /* slot 0 (unknown ingress) and the four attached devices */
+#define FZ_SLOTS 8 /* slot 0 (unknown ingress), the four attached ports, the three VLANs */
 
 struct fz_ctrs {
 	struct xdpr_ctr c[FZ_SLOTS][XDPR_REASON_MAX];
@@ -723,22 +850,93 @@ static bool fz_nat_addr(const __u8 *a)
 
 	memcpy(&x, a, 4);
 	x = ntohl(x);
-	return fz_eq4(a, FZ_MASQ_ADDR) || (x >= first && x < first + FZ_POOL_N);
+	return fz_eq4(a, FZ_MASQ_ADDR) || fz_eq4(a, FZ_VMASQ_ADDR) || (x >= first && x < first + FZ_POOL_N);
 }
 
-/* Does a rule of the fuzz filter drop (or reject) this packet as it arrived on dev? */
-static bool fz_filter_drops(const __u8 *b, const struct fz_view *v, int dev)
+/*
+ * Does a rule of the fuzz filter drop (or reject) this packet as it arrived
+ * on dev (the VLAN for a frame of one), leaving through eg (-1: not known)?
+ */
+static bool fz_filter_drops(const __u8 *b, const struct fz_view *v, int dev, int eg)
 {
 	if (!v->ok)
 		return false;
 	if (v->family == 4 ? fz_eq4(v->s, FZ_BAD4) : fz_eq6(v->s, FZ_BAD6))
 		return true;
-	/* ports as they arrived: only where no reverse NAT rewrites them first (r1 and r2) */
-	if (dev == 1 || dev == 2 || !v->l4 || v->frag)
+	/* ports as they arrived: only where no reverse NAT rewrites them first (r1, r2, v200) */
+	if (dev == 1 || dev == 2 || dev == FZ_V200 || !v->l4 || v->frag)
 		return false;
 	if (v->proto == IPPROTO_UDP && v->l4len >= 8 && get16(b + v->l4 + 2) == FZ_UDP_DROP)
 		return true;
+	if (dev == FZ_V300 && v->proto == IPPROTO_UDP && v->l4len >= 8 && get16(b + v->l4 + 2) == FZ_UDP_DROP_IN)
+		return true;
+	if (eg == FZ_V300 && v->proto == IPPROTO_TCP && v->l4len >= 20 && get16(b + v->l4 + 2) == FZ_TCP_DROP_OUT)
+		return true;
 	return v->proto == IPPROTO_TCP && v->l4len >= 20 && get16(b + v->l4 + 2) == FZ_TCP_REJECT;
+}
+
+/* ---- VLANs: which one a frame is of, the tags it must leave with (bpf/vlan.h) ---- */
+
+/* The VLAN (index into fz_devs) a frame arriving on port dev is of, -1: none (it is the port's). */
+static int fz_vlan_of(int dev, const __u8 *b, int len)
+{
+	__u16 vid;
+
+	/* one 802.1Q tag, not two, and whole (the EtherType after it is there) */
+	if (dev < 0 || dev >= FZ_NIN || !fz_devs[dev].trunk || len < 18 || get16(b + 12) != ETH_P_8021Q ||
+	    fz_is_tag(get16(b + 16)))
+		return -1;
+	vid = get16(b + 14) & 0xfff;
+	for (int i = 0; i < FZ_NDEVS; i++)
+		if (fz_devs[i].parent && !strcmp(fz_devs[i].parent, fz_devs[dev].name) && fz_devs[i].vid == vid)
+			return i;
+	return -1;
+}
+
+/* The kernel's ip_tos2prio (net/ipv4/route.c): TOS bits 4-1 -> packet priority. */
+static const __u8 fz_tos2prio[16] = { 0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4 };
+
+/*
+ * The PCP the kernel gives a packet leaving through VLAN eg: the egress-qos-map
+ * of its priority, for IPv4 rt_tos2priority of its TOS (ip_forward), for IPv6
+ * the ingress VLAN's ingress-qos-map of the PCP it came with (vin: -1 untagged,
+ * priority 0).  Priorities above 15 match no egress map entry: PCP 0.
+ */
+static int fz_pcp(int eg, const __u8 *b, const struct fz_view *v, int vin, int in_pcp)
+{
+	int prio;
+
+	if (v->family == 4)
+		prio = fz_tos2prio[(b[v->l3 + 1] & 0x1e) >> 1];
+	else
+		prio = vin >= 0 ? fz_devs[vin].in_prio[in_pcp & 7] : 0;
+	return prio > 15 ? 0 : fz_devs[eg].pcp[prio] & 7;
+}
+
+/*
+ * The L2 header of a frame leaving through device eg (its VLAN's tag with
+ * that PCP, or none out of a port); NULL when right, else what is wrong.
+ */
+static const char *fz_tag_check(const __u8 *out, int olen, int eg, int pcp, char *why, size_t n)
+{
+	if (eg < 0 || !fz_devs[eg].parent) {
+		if (olen >= 14 && fz_is_tag(get16(out + 12)))
+			snprintf(why, n, "out of port %s with a tag (TPID %04x TCI %04x)", eg < 0 ? "?" : fz_devs[eg].name,
+				 get16(out + 12), olen >= 16 ? get16(out + 14) : 0);
+		else
+			return NULL;
+		return why;
+	}
+	if (olen < 18 || get16(out + 12) != ETH_P_8021Q || fz_is_tag(get16(out + 16)))
+		snprintf(why, n, "out of VLAN %s without exactly one 802.1Q tag", fz_devs[eg].name);
+	else if ((get16(out + 14) & 0xfff) != fz_devs[eg].vid || get16(out + 14) >> 13 != pcp ||
+		 (get16(out + 14) & 0x1000))
+		snprintf(why, n, "out of VLAN %s tagged VID %u PCP %u DEI %u, expected VID %u PCP %d DEI 0",
+			 fz_devs[eg].name, get16(out + 14) & 0xfff, get16(out + 14) >> 13, (get16(out + 14) >> 12) & 1,
+			 fz_devs[eg].vid, pcp);
+	else
+		return NULL;
+	return why;
 }
 
 /*
@@ -753,6 +951,8 @@ static bool fz_pass_stays(int r)
 	case XDPR_PASS_IP4_CSUM: case XDPR_PASS_IP6_HDR_ERR: case XDPR_PASS_MARTIAN: case XDPR_PASS_TTL:
 	case XDPR_PASS_FIB_BLACKHOLE: case XDPR_PASS_FIB_UNREACH: case XDPR_PASS_FIB_PROHIBIT:
 	case XDPR_PASS_FIB_NOT_FWDED: case XDPR_PASS_FIB_FWD_DISABLED: case XDPR_PASS_NO_IFACE:
+	/* a tag of no enrolled VLAN: the kernel's (an 802.1ad or unknown VLAN is none of xdpr's) */
+	case XDPR_PASS_VLAN_QINQ:
 		return true;
 	}
 	return false;
@@ -773,6 +973,12 @@ static int fz_kernel_route4(const __u8 *d)
 		return fz_eq4(d, "10.0.7.1") ? -1 : 4;
 	if (fz_in4(d, "203.0.113.0", 24))
 		return 2;
+	if (fz_in4(d, "10.0.10.0", 24))
+		return fz_eq4(d, "10.0.10.1") ? -1 : FZ_V100;
+	if (fz_in4(d, "172.20.0.0", 24) || fz_in4(d, "192.168.200.0", 24))
+		return fz_eq4(d, "172.20.0.1") ? -1 : FZ_V200;
+	if (fz_in4(d, "10.0.30.0", 24) || fz_in4(d, "10.0.31.0", 24) || fz_in4(d, "10.9.30.0", 24))
+		return fz_eq4(d, "10.0.30.1") ? -1 : FZ_V300;
 	if (fz_in4(d, "127.0.0.0", 8))
 		return -1;
 	return 1; /* default via r1 */
@@ -783,7 +989,7 @@ static bool fz_inside_on(int dev, const __u8 *s)
 {
 	if (fz_nat_addr(s))
 		return false;
-	if (dev == 1)
+	if (dev == 1 || dev == FZ_V200)
 		return fz_in4(s, FZ_MASQ_SRC, FZ_MASQ_PLEN);
 	if (dev == 2)
 		return fz_in4(s, FZ_POOL_SRC, FZ_POOL_PLEN);
@@ -834,6 +1040,38 @@ static bool fz_may_start(const __u8 *b, const struct fz_view *v)
 	return true;
 }
 
+/*
+ * A frame handed to the kernel is the frame that arrived, its tags too (a
+ * VLAN's tag taken off goes back on: bpf/vlan.h), byte for byte, but for the
+ * documented exception: an IPv4 packet translated before the hand-over
+ * (README, NAT: what the kernel will forward is translated first), from or to
+ * a NAT address, in the same L2 header and length.  False when it is so.
+ */
+static bool fz_pass_changed(const __u8 *in, int len, const __u8 *out, int olen, const struct fz_view *vi,
+			    const struct fz_view *vo, char *why, size_t n)
+{
+	int k;
+
+	if (olen == len && !memcmp(in, out, len))
+		return false;
+	if (olen != len) {
+		snprintf(why, n, "is %d bytes, %d arrived (%d tags in, TPID out %04x)", olen, len, vi->tags,
+			 olen >= 14 ? get16(out + 12) : 0);
+		return true;
+	}
+	for (k = 0; k < len && in[k] == out[k]; k++)
+		;
+	if (k < vi->l3) {
+		snprintf(why, n, "with its Ethernet header or tags changed at byte %d (%02x in, %02x out)", k, in[k],
+			 out[k]);
+		return true;
+	}
+	if (vi->ok && vo->ok && vi->family == 4 && vo->family == 4 && (fz_nat_addr(vo->s) || fz_nat_addr(vi->d)))
+		return false; /* translated */
+	snprintf(why, n, "changed at byte %d (%02x in, %02x out), not a translation", k, in[k], out[k]);
+	return true;
+}
+
 /* ---- one frame ---- */
 
 static const char *fz_vname(int v)
@@ -854,14 +1092,18 @@ static int fz_frame(int rec, int dev, const __u8 *in, int len)
 	static struct fz_ctrs before, after;
 	struct fz_keys ct0, ct1, fl0, fl1;
 	struct fz_view vi, vo;
-	__u32 ifindex = dev < FZ_NDEVS ? fz_devs[dev].ifindex : FZ_OTHER_IFINDEX;
-	__u32 slot = dev < FZ_NDEVS ? fz_devs[dev].slot : 0;
+	__u32 ifindex = dev < FZ_NIN ? fz_devs[dev].ifindex : FZ_OTHER_IFINDEX;
+	/* a frame of an enrolled VLAN is the VLAN's (counters, filter, NAT), any other the port's */
+	int vin = fz_vlan_of(dev, in, len), indev = vin >= 0 ? vin : dev;
+	int in_pcp = vin >= 0 ? get16(in + 14) >> 13 : 0;
+	__u32 slot = dev < FZ_NIN ? fz_devs[indev].slot : 0;
+	char tagwhy[160];
 	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = ifindex };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = len, .data_out = out,
 		    .data_size_out = sizeof(out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
 	int verdict, reason = -1, moved = 0, l4ok;
 
-	if (len < FZ_ETH_MIN)
+	if (len < FZ_ETH_MIN || len > FZ_FRAME_MAX)
 		return -1;
 	fz_parse(in, len, 2, &vi);
 	l4ok = fz_l4_csum(in, &vi);
@@ -904,7 +1146,7 @@ static int fz_frame(int rec, int dev, const __u8 *in, int len)
 	if (xdpr_reason_verdict(reason) != verdict)
 		fz_failf("verdict", "frame %d: reason %d counted but %s returned (its verdict is %s)", rec, reason,
 			 fz_vname(verdict), fz_vname(xdpr_reason_verdict(reason)));
-	fz_covhit((size_t)reason * 8 + (dev & 7));
+	fz_covhit((size_t)reason * 16 + (vin >= 0 ? 8 + vin : dev));
 
 	fz_parse(out, o.data_size_out, 1, &vo);
 	if (verdict == 4) {
@@ -925,18 +1167,30 @@ static int fz_frame(int rec, int dev, const __u8 *in, int len)
 			if (eg < 0 || !fz_devs[eg].slot)
 				fz_failf("redirect", "frame %d: source MAC %02x:..:%02x is no attached device's", rec,
 					 out[6], out[11]);
+			else if (fz_tag_check(out, o.data_size_out, eg, fz_devs[eg].parent ?
+					      fz_pcp(eg, out, &vo, vin, in_pcp) : 0, tagwhy, sizeof(tagwhy)))
+				fz_failf("vlan", "frame %d: redirected %s", rec, tagwhy);
 			else if (vo.family == 4 && fz_inside_on(eg, vo.s))
 				fz_failf("nat leak", "frame %d: leaves %s with inside source %u.%u.%u.%u", rec,
 					 fz_devs[eg].name, vo.s[0], vo.s[1], vo.s[2], vo.s[3]);
 			if (eg >= 0 && !memcmp(out, fz_devs[eg].hw, 6))
 				fz_failf("redirect", "frame %d: sent to the router's own MAC", rec);
+			if (eg >= 0)
+				fz_covhit(4400 + eg * 16 + (vin + 1));
 		}
 	} else if (verdict == 3) {
 		/* an answer made in XDP: every checksum right */
 		if (!vo.ok || !vo.ip_csum_ok || fz_l4_csum(out, &vo) != 1)
 			fz_failf("tx", "frame %d: XDP_TX answer is not a valid packet (ok %d ip csum %d l4 csum %d)",
 				 rec, vo.ok, vo.ip_csum_ok, fz_l4_csum(out, &vo));
-	} else if (verdict == 2 && vi.ok && vo.ok && vo.family == 4 && !fz_pass_stays(reason)) {
+		/* back out of the VLAN it came from, tagged for the answer's own priority; untagged else */
+		else if (fz_tag_check(out, o.data_size_out, vin >= 0 ? vin : (dev < FZ_NIN ? dev : -1),
+				      vin >= 0 ? fz_pcp(vin, out, &vo, vin, in_pcp) : 0, tagwhy, sizeof(tagwhy)))
+			fz_failf("vlan", "frame %d: XDP_TX answer %s", rec, tagwhy);
+	} else if (verdict == 2 && fz_pass_changed(in, len, out, o.data_size_out, &vi, &vo, tagwhy, sizeof(tagwhy))) {
+		fz_failf("pass", "frame %d: handed to the kernel (reason %d) %s", rec, reason, tagwhy);
+	}
+	if (verdict == 2 && vi.ok && vo.ok && vo.family == 4 && !fz_pass_stays(reason)) {
 		/* handed to the kernel, which may forward it: translated already if it goes to a NAT interface */
 		int eg = fz_kernel_route4(vo.d);
 		const struct iphdr *ip = (const void *)(out + vo.l3);
@@ -951,7 +1205,8 @@ static int fz_frame(int rec, int dev, const __u8 *in, int len)
 	}
 
 	/* what the filter drops never leaves forwarded (hairpins to NAT addresses: not filtered, README) */
-	if (dev < FZ_NDEVS && fz_devs[dev].slot && vi.ok && fz_filter_drops(in, &vi, dev) &&
+	if (dev < FZ_NIN && fz_devs[dev].slot && vi.ok &&
+	    fz_filter_drops(in, &vi, indev, verdict == 4 ? fz_dev_by_mac(out + 6) : -1) &&
 	    !(vi.family == 4 && fz_nat_addr(vi.d)) &&
 	    (verdict == 4 || (verdict == 2 && !fz_pass_stays(reason))))
 		fz_failf("filter", "frame %d: a drop rule matches, but it left with %s (reason %d)", rec,
@@ -1039,12 +1294,14 @@ static const char *fz_input(const __u8 *data, size_t size)
 	fz_reset();
 	for (int i = 0; i < n && !fz_fail; i++) {
 		memcpy(buf, r[i].b, r[i].len); /* the program may write the frame: never the input */
-		fz_frame(i, r[i].dev > FZ_NDEVS ? FZ_NDEVS : r[i].dev, buf, r[i].len);
+		fz_frame(i, r[i].dev >= FZ_NIN ? FZ_NIN : r[i].dev, buf, r[i].len);
 	}
 	return fz_fail;
 }
 
 /* ---- seeds: valid frames of every kind the program handles ---- */
+
+#define FZ_SEEDS_MAX 128
 
 struct fz_seed {
 	const char *name;
@@ -1065,7 +1322,10 @@ struct fz_pkt {
 	int opts;                /* IPv4 option bytes (NOPs + end) */
 	int mf, fragoff;         /* IPv4 fragment: MF, offset in 8-byte units */
 	int ext;                 /* IPv6: hop-by-hop (1), destination options (2), fragment (3) */
-	__u16 tag, tag2;         /* 802.1Q / QinQ VIDs (tag2: outer 802.1ad) */
+	__u16 tag, tag2;         /* 802.1Q / QinQ TCIs (tag2: outer 802.1ad); VID 0: FZ_TCI(0, pcp) */
+	__u16 tpid2;             /* of the outer tag, default 802.1ad (0x8100: two stacked 802.1Q) */
+	__u8 tos;                /* IPv4 TOS, IPv6 traffic class */
+	int trunc;               /* cut the frame to this many bytes (a truncated tag) */
 	int df;
 	const __u8 *quote;       /* ICMP error: the packet it quotes (from its IP header) */
 	int quote_len;
@@ -1075,10 +1335,15 @@ struct fz_pkt {
 /* Build an Ethernet frame for p into b; returns its length. */
 static int fz_build(__u8 *b, const struct fz_pkt *p)
 {
-	const struct fz_dev *in = &fz_devs[p->dev < FZ_NDEVS ? p->dev : 0];
+	const struct fz_dev *in = &fz_devs[p->dev < FZ_NIN ? p->dev : 0];
 	int fam = p->family ?: 4, off = 12, l4, l4len, hl;
 	__u8 proto = p->proto ?: IPPROTO_UDP;
 	int plen = p->plen ?: 16;
+
+	/* a frame of one of the port's VLANs: between the VLAN's address and its neighbour's */
+	for (int i = 0; p->tag && !p->tag2 && i < FZ_NDEVS; i++)
+		if (fz_devs[i].parent && !strcmp(fz_devs[i].parent, in->name) && fz_devs[i].vid == (p->tag & 0xfff))
+			in = &fz_devs[i];
 
 	memset(b, 0, FZ_FRAME_MAX);
 	if (p->dmac)
@@ -1087,7 +1352,7 @@ static int fz_build(__u8 *b, const struct fz_pkt *p)
 		mac_parse(in->mac, b);
 	mac_parse(in->peer_mac, b + 6);
 	if (p->tag2) {
-		put16(b + off, 0x88a8), put16(b + off + 2, p->tag2);
+		put16(b + off, p->tpid2 ?: 0x88a8), put16(b + off + 2, p->tag2);
 		off += 4;
 	}
 	if (p->tag) {
@@ -1102,6 +1367,7 @@ static int fz_build(__u8 *b, const struct fz_pkt *p)
 		hl = 20 + ((p->opts + 3) & ~3);
 		ip->version = 4;
 		ip->ihl = hl / 4;
+		ip->tos = p->tos;
 		ip->ttl = p->ttl ?: 64;
 		ip->protocol = proto;
 		ip->id = htons(0x1234);
@@ -1116,6 +1382,8 @@ static int fz_build(__u8 *b, const struct fz_pkt *p)
 		__u8 *nh = &ip->nexthdr;
 
 		ip->version = 6;
+		ip->priority = p->tos >> 4;
+		ip->flow_lbl[0] = (p->tos & 0xf) << 4;
 		ip->hop_limit = p->ttl ?: 64;
 		inet_pton(AF_INET6, p->src, &ip->saddr);
 		inet_pton(AF_INET6, p->dst, &ip->daddr);
@@ -1160,7 +1428,7 @@ static int fz_build(__u8 *b, const struct fz_pkt *p)
 	else
 		put16(b + off + 4, l4 - off - 40 + l4len);
 	fz_fix(b, l4 + l4len);
-	return l4 + l4len;
+	return p->trunc && p->trunc < l4 + l4len ? p->trunc : l4 + l4len;
 }
 
 /* A seed of n packets: records as fz_split reads them. */
@@ -1197,7 +1465,7 @@ static int fz_quote_of(const struct fz_pkt *p, __u8 *q, int max)
 
 static int fz_seeds(struct fz_seed *s, int max)
 {
-	static __u8 q1[64], q2[64], q3[64], q4[64];
+	static __u8 q1[64], q2[64], q3[64], q4[64], q5[64];
 	int n = 0, ql;
 	const __u8 bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
@@ -1280,9 +1548,6 @@ static int fz_seeds(struct fz_seed *s, int max)
 	SEED("ipv6 hop-by-hop", { .dev = 0, .family = 6, .src = "2001:db8:1::2", .dst = "2001:db8:5::2", .sport = 1, .dport = 53, .ext = 1 });
 	SEED("ipv6 dest opts", { .dev = 0, .family = 6, .src = "2001:db8:1::2", .dst = "2001:db8:5::2", .proto = IPPROTO_TCP, .sport = 1, .dport = 80, .ext = 2 });
 	SEED("ipv6 fragment", { .dev = 0, .family = 6, .src = "2001:db8:1::2", .dst = "2001:db8:5::2", .sport = 1, .dport = 53, .ext = 3, .mf = 1 });
-	SEED("802.1Q", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag = 100 });
-	SEED("802.1Q ipv6", { .dev = 0, .family = 6, .src = "2001:db8:1::2", .dst = "2001:db8:5::2", .sport = 1, .dport = 53, .tag = 100 });
-	SEED("QinQ", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag = 100, .tag2 = 200 });
 	SEED("ttl 1", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .ttl = 1 });
 	SEED("hop limit 1", { .dev = 0, .family = 6, .src = "2001:db8:1::2", .dst = "2001:db8:5::2", .sport = 1, .dport = 53, .ttl = 1 });
 	SEED("martian", { .dev = 0, .src = "127.0.0.1", .dst = "10.0.6.9", .sport = 1, .dport = 53 });
@@ -1297,6 +1562,70 @@ static int fz_seeds(struct fz_seed *s, int max)
 	SEED("ingress not xdpr's", { .dev = 4, .src = "10.0.7.2", .dst = "10.0.1.2", .sport = 1, .dport = 53 });
 	SEED("ingress lo", { .dev = 5, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53 });
 	SEED("gre to masq", { .dev = 0, .src = "10.0.1.2", .dst = "192.0.2.7", .proto = 47, .plen = 20 });
+
+	/* VLANs of r0: pop (VLAN to port), push (port to VLAN), rewrite (VLAN to VLAN), PCPs */
+#define V(vid, pcp) .dev = 0, .tag = FZ_TCI(vid, pcp)
+	SEED("vlan udp4 v100 -> r3 (pop)", { V(100, 3), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 4100, .dport = 53, .tos = 0x10 });
+	SEED("vlan tcp4 v100 -> v300 (rewrite)", { V(100, 5), .src = "10.0.10.2", .dst = "10.0.31.5", .proto = IPPROTO_TCP, .sport = 4101, .dport = 80, .tos = 0x08 });
+	SEED("vlan tcp4 v300 -> v100, PCP from TOS", { V(300, 0), .src = "10.0.30.2", .dst = "10.0.10.2", .proto = IPPROTO_TCP, .sport = 4102, .dport = 80, .tos = 0x10 });
+	SEED("vlan icmp4 echo r3 -> v100 (push)", { .dev = 3, .src = "10.0.5.2", .dst = "10.0.10.2", .proto = IPPROTO_ICMP, .type = 8, .sport = 11, .tos = 0x18 });
+	SEED("vlan icmp4 echo v100 -> v300", { V(100, 7), .src = "10.0.10.2", .dst = "10.0.30.2", .proto = IPPROTO_ICMP, .type = 8, .sport = 12 });
+	SEED("vlan udp4 DEI set v100 -> v300", { .dev = 0, .tag = FZ_TCI(100, 1) | 0x1000, .src = "10.0.10.2", .dst = "10.0.31.5", .sport = 4103, .dport = 53 });
+	SEED("vlan udp6 v100 -> r3 (pop)", { V(100, 3), .family = 6, .src = "2001:db8:10::2", .dst = "2001:db8:5::2", .sport = 4104, .dport = 53 });
+	SEED("vlan tcp6 v100 -> v300", { V(100, 5), .family = 6, .src = "2001:db8:10::2", .dst = "2001:db8:31::1", .proto = IPPROTO_TCP, .sport = 4105, .dport = 80 });
+	SEED("vlan icmp6 r0 -> v100 (push)", { .dev = 0, .family = 6, .src = "2001:db8:1::2", .dst = "2001:db8:10::2", .proto = IPPROTO_ICMPV6, .type = 128, .sport = 13 });
+	SEED("vlan icmp6 v200 -> v100, ingress map", { V(200, 4), .family = 6, .src = "2001:db8:20::2", .dst = "2001:db8:10::2", .proto = IPPROTO_ICMPV6, .type = 128, .sport = 14 });
+	SEED("vlan udp6 v300 -> v200", { V(300, 6), .family = 6, .src = "2001:db8:30::2", .dst = "2001:db8:21::9", .sport = 4106, .dport = 53, .tos = 0xb8 });
+
+	/* masquerade out of v200 (from a VLAN and from the untagged port), out of r1 from a VLAN */
+	SEED("vlan udp4 v100 -> v200 masq + reply", { V(100, 0), .src = "10.0.10.2", .dst = "192.168.200.5", .sport = 5100, .dport = 53, .tos = 0x10 },
+	     { V(200, 4), .src = "192.168.200.5", .dst = FZ_VMASQ_ADDR, .sport = 53, .dport = 5100 });
+	SEED("vlan tcp4 r0 -> v200 masq handshake", { .dev = 0, .src = "10.0.1.2", .dst = "192.168.200.6", .proto = IPPROTO_TCP, .sport = 40100, .dport = 80 },
+	     { V(200, 0), .src = "192.168.200.6", .dst = FZ_VMASQ_ADDR, .proto = IPPROTO_TCP, .sport = 80, .dport = 40100, .flags = 0x12 },
+	     { .dev = 0, .src = "10.0.1.2", .dst = "192.168.200.6", .proto = IPPROTO_TCP, .sport = 40100, .dport = 80, .flags = 0x10 });
+	SEED("vlan icmp4 echo v300 -> v200 masq, a reply to its old id", { V(300, 0), .src = "10.0.30.2", .dst = "192.168.200.7", .proto = IPPROTO_ICMP, .type = 8, .sport = 77 },
+	     { V(200, 0), .src = "192.168.200.7", .dst = FZ_VMASQ_ADDR, .proto = IPPROTO_ICMP, .type = 0, .sport = 77 });
+	SEED("vlan udp4 v100 -> r1 masq + reply (push)", { V(100, 2), .src = "10.0.10.2", .dst = "192.0.2.7", .sport = 5101, .dport = 53 },
+	     { .dev = 1, .src = "192.0.2.7", .dst = FZ_MASQ_ADDR, .sport = 53, .dport = 5101, .tos = 0x08 });
+	ql = fz_quote_of(&(struct fz_pkt){ .dev = 0, .src = FZ_VMASQ_ADDR, .dst = "192.168.200.5", .sport = 5102, .dport = 53, .ttl = 63 }, q5, 28);
+	SEED("vlan icmp4 error in v200, quoting masq udp", { V(100, 0), .src = "10.0.10.2", .dst = "192.168.200.5", .sport = 5102, .dport = 53 },
+	     { V(200, 0), .src = "172.20.0.2", .dst = FZ_VMASQ_ADDR, .proto = IPPROTO_ICMP, .type = 3, .code = 3, .quote = q5, .quote_len = ql });
+	SEED("vlan ttl expiring in v200, to a masq session (answer tagged)", { V(100, 0), .src = "10.0.10.2", .dst = "192.168.200.8", .sport = 5103, .dport = 53 },
+	     { V(200, 4), .src = "192.168.200.8", .dst = FZ_VMASQ_ADDR, .sport = 53, .dport = 5103, .ttl = 1 });
+	SEED("vlan hairpin to the v200 masq address", { .dev = 0, .src = "10.0.1.2", .dst = "192.168.200.9", .sport = 5104, .dport = 53 },
+	     { V(100, 0), .src = "10.0.10.2", .dst = FZ_VMASQ_ADDR, .sport = 53, .dport = 5104 });
+
+	/* the filter on VLANs: reject answered tagged, in v300 and out v300 rules */
+	SEED("vlan filter reject tcp v100 (answer tagged)", { V(100, 5), .src = "10.0.10.2", .dst = "10.0.6.9", .proto = IPPROTO_TCP, .sport = 3, .dport = FZ_TCP_REJECT, .tos = 0x10 });
+	SEED("vlan filter reject tcp6 v200 (answer tagged)", { V(200, 4), .family = 6, .src = "2001:db8:20::2", .dst = "2001:db8:5::2", .proto = IPPROTO_TCP, .sport = 3, .dport = FZ_TCP_REJECT });
+	SEED("vlan filter drop in v300", { V(300, 0), .src = "10.0.30.2", .dst = "10.0.6.9", .sport = 3, .dport = FZ_UDP_DROP_IN });
+	SEED("vlan filter in v300 rule, from v100", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 3, .dport = FZ_UDP_DROP_IN });
+	SEED("vlan filter drop out v300", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.31.5", .proto = IPPROTO_TCP, .sport = 3, .dport = FZ_TCP_DROP_OUT });
+	SEED("vlan filter drop out v300, from v100", { V(100, 1), .src = "10.0.10.2", .dst = "10.0.31.5", .proto = IPPROTO_TCP, .sport = 3, .dport = FZ_TCP_DROP_OUT });
+	SEED("vlan filter drop src v100", { V(100, 0), .src = FZ_BAD4, .dst = "10.0.6.9", .sport = 3, .dport = 4 });
+
+	/* to the kernel with the tag it came with */
+	SEED("vlan oversize DF v100 -> v300", { V(100, 3), .src = "10.0.10.2", .dst = "10.9.30.5", .sport = 4107, .dport = 53, .plen = 1400, .df = 1 });
+	SEED("vlan oversize v100 -> v300", { V(100, 3), .src = "10.0.10.2", .dst = "10.9.30.5", .sport = 4108, .dport = 53, .plen = 1400 });
+	SEED("vlan ipv4 options v100", { V(100, 3), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 4109, .dport = 53, .opts = 4 });
+	SEED("vlan ipv6 hop-by-hop v100", { V(100, 3), .family = 6, .src = "2001:db8:10::2", .dst = "2001:db8:5::2", .sport = 4110, .dport = 53, .ext = 1 });
+	SEED("vlan ipv4 fragment v300 -> v200 masq", { V(300, 2), .src = "10.0.30.2", .dst = "192.168.200.5", .sport = 4111, .dport = 53, .mf = 1, .plen = 64 });
+	SEED("vlan to the router v100", { V(100, 3), .src = "10.0.10.2", .dst = "10.0.10.1", .sport = 4112, .dport = 53 });
+	SEED("vlan ttl 1 v100", { V(100, 3), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 4113, .dport = 53, .ttl = 1 });
+	SEED("vlan no neighbour v300", { V(300, 0), .src = "10.0.30.2", .dst = "10.0.30.77", .sport = 4114, .dport = 53 });
+	SEED("vlan broadcast v100", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.10.255", .sport = 4115, .dport = 53, .dmac = bcast });
+	SEED("vlan unknown VID", { V(FZ_VID_UNKNOWN, 2), .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53 });
+	SEED("vlan unknown VID ipv6", { V(FZ_VID_UNKNOWN, 0), .family = 6, .src = "2001:db8:1::2", .dst = "2001:db8:5::2", .sport = 1, .dport = 53 });
+	SEED("vlan VID 0 (priority tag)", { V(0, 3), .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53 });
+	SEED("vlan tagged on a port without VLANs", { .dev = 3, .tag = FZ_TCI(100, 0), .src = "10.0.5.2", .dst = "10.0.1.2", .sport = 1, .dport = 53 });
+	SEED("QinQ 802.1ad", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag = 100, .tag2 = 200 });
+	SEED("QinQ stacked 802.1Q", { .dev = 0, .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag = 100, .tag2 = 100, .tpid2 = 0x8100 });
+	SEED("802.1ad alone", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag2 = 100 });
+	SEED("vlan truncated tag", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .trunc = 16 });
+	SEED("vlan tag and no more", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .trunc = 18 });
+	SEED("vlan truncated ipv4 header", { V(100, 0), .src = "10.0.10.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .trunc = 30 });
+	SEED("QinQ truncated inner tag", { .dev = 0, .src = "10.0.1.2", .dst = "10.0.6.9", .sport = 1, .dport = 53, .tag = 100, .tag2 = 100, .tpid2 = 0x8100, .trunc = 20 });
+#undef V
 #undef SEED
 	return n;
 }
