@@ -71,7 +71,7 @@ struct flt_pkt {
 	__u8 keyed;         /* flt_track: key holds this packet's flow (a new one gets state) */
 	__u8 from_a;        /* flt_track: the packet comes from key's endpoint a */
 	__u8 stale;         /* flt_track: key's entry exists, expired or closed (replaced, not added) */
-	__u8 pad2;
+	__u8 made;          /* filter_run: this packet's verdict kept key's state (flt_unkeep4) */
 	__u64 stale_created; /* flt_track: that entry's creation time */
 	struct xdpr_flow_key key;
 	struct xdpr_flow_key ikey; /* flt_track: the quoted packet's flow */
@@ -541,6 +541,7 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 		return XDPR_FS_INVALID;
 	fp->keyed = 0;
 	fp->stale = 0;
+	fp->made = 0;
 	fp->hot_gen = cfg->flt_gen; /* before the table: a flush between them voids the copy */
 	/* an ICMP error is never a flow of its own: only its quote can relate it */
 	if (!fp->nat && !fp->nokey && !fp->icmp_err) {
@@ -601,12 +602,15 @@ static __always_inline void flt_add_state(struct flt_pkt *fp, struct xdpr_flow *
 	if (fp->stale) {
 		f = nat_lookup(&xdpr_flt_flows, &fp->key);
 		if (!f || f->created == fp->stale_created) {
-			if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY))
+			if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY)) {
 				flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->hot_gen, now);
+				fp->made = 1;
+			}
 			return;
 		}
 	} else if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_NOEXIST)) {
 		flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->hot_gen, now);
+		fp->made = 1;
 		return;
 	} else {
 		f = nat_lookup(&xdpr_flt_flows, &fp->key);
@@ -693,6 +697,35 @@ accept:
 			flt_add_state(fp, v, now);
 	}
 	return STEP_NEXT;
+}
+
+/*
+ * A packet the filter accepted as a new flow's first, then dropped further
+ * on (drop_nat_untranslatable): the state its verdict kept goes again, and
+ * this CPU's copy of it, for no packet of that flow was forwarded.  Only
+ * if the filter's last packet on this CPU was this one's flow.
+ */
+static __always_inline void flt_unkeep4(const struct iphdr *iph)
+{
+	struct flt_pkt *fp = flt_scratch();
+	struct xdpr_flt_hot_set *set;
+	__be32 a, b;
+	__u32 i;
+
+	if (!fp || !fp->made || fp->family != 4 || fp->proto != iph->protocol ||
+	    *(__be32 *)fp->src != iph->saddr || *(__be32 *)fp->dst != iph->daddr)
+		return;
+	fp->made = 0;
+	nat_delete(&xdpr_flt_flows, &fp->key);
+	a = *(const __be32 *)fp->key.a;
+	b = *(const __be32 *)fp->key.b;
+	i = hot_set(a, b, fp->key.pa, fp->key.pb, fp->key.proto);
+	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
+	if (!set)
+		return;
+	for (int w = 0; w < 2; w++)
+		if (hot_is(&set->e[w], a, b, fp->key.pa, fp->key.pb, fp->key.proto))
+			set->e[w].at = 0; /* void: older than any copy passes on */
 }
 
 /* ---- the packet, IPv4 and IPv6 ---- */

@@ -452,8 +452,10 @@ __noinline int nat4_kernel_leak(struct xdp_md *ctx, int reason)
 			break;
 		id = o->rules[i];
 		r = bpf_map_lookup_elem(&xdpr_nat_rules, &id);
-		if (r && r->ifindex && !(r->flags & XDPR_NAT_RETIRED) && (saddr & r->src_mask) == r->src_net)
+		if (r && r->ifindex && !(r->flags & XDPR_NAT_RETIRED) && (saddr & r->src_mask) == r->src_net) {
+			flt_unkeep4(iph);
 			return XDPR_DROP_NAT_UNTRANSLATABLE;
+		}
 	}
 	return reason;
 }
