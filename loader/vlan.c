@@ -400,21 +400,6 @@ static struct ent *its_port(struct sync *s, const struct xdpr_vlan_dev *d)
 	return d && d->dot1q && !d->other_ns && d->vid ? find_port(s, d->parent) : NULL;
 }
 
-/* The name a counter slot keeps for ifindex (a deleted VLAN's), or "". */
-static void slot_name_of(struct xdpr *x, __u32 ifindex, char name[IF_NAMESIZE])
-{
-	name[0] = 0;
-	for (__u32 slot = 1; slot < XDPR_MAX_IFACES && x->fd[XM_SLOTS] >= 0; slot++) {
-		struct xdpr_slot_name sn;
-
-		if (!bpf_map_lookup_elem(x->fd[XM_SLOTS], &slot, &sn) && sn.ifindex == ifindex &&
-		    (sn.mode & XDPR_SLOT_VLAN)) {
-			snprintf(name, IF_NAMESIZE, "%.*s", IF_NAMESIZE - 1, sn.name);
-			return;
-		}
-	}
-}
-
 /* The name of the VLAN counter slot slot is kept for, or "". */
 static void slot_vlan_name(struct xdpr *x, __u32 slot, char name[IF_NAMESIZE])
 {
@@ -535,7 +520,7 @@ int xdpr_vlan_sync(struct xdpr *x)
 		if (!err && !gone)
 			info(x, "%s: no longer a VLAN of an attached port: taken out", name);
 		else if (!err) {
-			slot_name_of(x, e->ifindex, name);
+			slot_vlan_name(x, e->cfg.slot, name);
 			info(x, "%s: VLAN %u deleted: taken out", name[0] ? name : "?", e->cfg.vid);
 		}
 	}
