@@ -1699,6 +1699,17 @@ int xdpr_nat_fwd_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, 
 	err = fwd_claimed(x, nr);
 	if (err)
 		goto undo;
+	/*
+	 * Its interface looks for forwards before the commit, so that from the
+	 * commit on it applies (an aborted add's flag goes with the next settle).
+	 */
+	if (l && !(ifc.flags & XDPR_IF_FWD)) {
+		ifc.flags |= XDPR_IF_FWD;
+		err = put_iface(x, l->ifindex, &ifc, dev);
+		if (err)
+			goto undo;
+		crash_point("fwd-add", "flagged");
+	}
 	/* The commit. */
 	nr->pending = 0;
 	err = put_rule(x, id, nr);
@@ -1718,6 +1729,7 @@ undo:
 			free_rule(x, s, id); /* its ports too */
 		if (cfg)
 			xdpr_cfg_set(x, &c0);
+		settle_again(x, "fwd-add", NULL, 0); /* the interface's flag, if set */
 		memcpy(x->err, keep, sizeof(keep));
 	}
 out:
