@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include "cli.h"
 #include "out.h"
+#include "npt.h"
 
 static void nat_usage(void)
 {
@@ -16,6 +17,8 @@ static void nat_usage(void)
 		"       xdpr nat add out DEV [src PREFIX] to ADDR[-ADDR] [ports LO-HI] [filter {apdf|eif}]\n"
 		"       xdpr nat replace out DEV ...   (same words as add; matched by DEV and src)\n"
 		"       xdpr nat del out DEV [src PREFIX]\n"
+		"       xdpr nat add npt DEV inside PREFIX outside PREFIX   (NPTv6, DEV the outside interface)\n"
+		"       xdpr nat del npt DEV [inside PREFIX]\n"
 		"       xdpr nat show\n"
 		"       xdpr nat sessions [src ADDR] [proto {tcp|udp|icmp}]\n"
 		"       xdpr nat flush [sessions]\n"
@@ -270,6 +273,8 @@ int print_nat_rules(struct xdpr *x, bool counters_only)
 		out_obj_close();
 		out_obj_close();
 	}
+	if ((nh = print_npt_rules(x, counters_only))) /* NPTv6 rules (cli/npt.c) */
+		return free(held), nh;
 	out_arr_close();
 	free(held);
 	return 0;
@@ -580,6 +585,9 @@ int do_nat(int argc, char **argv)
 {
 	if (argc < 1 || !strcmp(argv[0], "show") || !strcmp(argv[0], "list"))
 		return nat_show(argc ? argc - 1 : 0, argv + (argc ? 1 : 0));
+	if ((!strcmp(argv[0], "add") || !strcmp(argv[0], "del") || !strcmp(argv[0], "delete")) && argc > 1 &&
+	    !strcmp(argv[1], "npt"))
+		return npt_cmd(argv[0], argc - 1, argv + 1); /* NPTv6 (cli/npt.c) */
 	if (!strcmp(argv[0], "add"))
 		return nat_add(argc - 1, argv + 1, false);
 	if (!strcmp(argv[0], "replace"))
