@@ -117,7 +117,7 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	flt = flt_active(cfg);
 	/* NPTv6: for the outside prefix, to the inside one before anything looks at it */
-	if (npt6_on(cfg) && (step = npt6_in(ctx, in_ifindex(ctx))) >= 0)
+	if (npt6_on(cfg) && (step = npt6_in(ctx, npt6_find(ctx, in_ifindex(ctx)))) >= 0)
 		return step;
 	step = STEP_NEXT;
 	if (ip6_is_exthdr(ip6h->nexthdr)) {

@@ -123,30 +123,51 @@ static __always_inline struct ipv6hdr *npt6_quoted(struct ipv6hdr *ip6h, void *e
 }
 
 /*
- * Arrived on ifindex: for the outside prefix of a rule of that interface?
- * Mapped to the inside one.  STEP_NEXT (translated or not ours), or
- * XDPR_DROP_NAT_UNTRANSLATABLE.
+ * The rule for this packet: ifindex (ingress) non-zero, the rule of that
+ * interface whose outside prefix holds the destination; 0, the rule whose
+ * inside prefix holds the source.  Its index, or XDPR_NPT_MAX.  A function
+ * of its own: what its callers do with the index is verified once, not
+ * once per index.  Unused entries are zero (ifindex 0) and never match.
  */
-__noinline int npt6_in(struct xdp_md *ctx, __u32 ifindex)
+__noinline __u32 npt6_find(struct xdp_md *ctx, __u32 ifindex)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
+	struct xdpr_npt_tab *t = npt6_tab();
+	__u32 a0, a1, i;
+
+	if (!ctx || !t || (void *)(ip6h + 1) > end)
+		return XDPR_NPT_MAX;
+	a0 = ifindex ? ip6h->daddr.in6_u.u6_addr32[0] : ip6h->saddr.in6_u.u6_addr32[0];
+	a1 = ifindex ? ip6h->daddr.in6_u.u6_addr32[1] : ip6h->saddr.in6_u.u6_addr32[1];
+	for (i = 0; i < XDPR_NPT_MAX; i++) {
+		const struct xdpr_npt_rule *r = &t->r[i];
+		const __be32 *p = ifindex ? r->outside : r->inside;
+		__u32 miss = ((a0 ^ p[0]) & r->mask[0]) | ((a1 ^ p[1]) & r->mask[1]) |
+			     (ifindex ? r->ifindex ^ ifindex : !r->ifindex);
+
+		if (!miss)
+			return i;
+	}
+	return XDPR_NPT_MAX;
+}
+
+/*
+ * Arrived for the outside prefix of rule hit (npt6_find with the ingress
+ * interface; XDPR_NPT_MAX: none): mapped to the inside one.  STEP_NEXT
+ * (translated, or not ours), or XDPR_DROP_NAT_UNTRANSLATABLE.  Called with
+ * the index, not finding it itself: one frame less on the stack chain.
+ */
+__noinline int npt6_in(struct xdp_md *ctx, __u32 hit)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr), *q;
 	struct xdpr_npt_tab *t = npt6_tab();
 	const struct xdpr_npt_rule *r;
 	struct xdpr_npt_ctr *ctr;
-	__u32 i, hit = XDPR_NPT_MAX;
 
 	if (!ctx || !t || (void *)(ip6h + 1) > end)
 		return STEP_NEXT;
-	for (i = 0; i < XDPR_NPT_MAX; i++) {
-		if (i >= t->n)
-			break;
-		if (t->r[i].ifindex == ifindex &&
-		    npt6_match(ip6h->daddr.in6_u.u6_addr32, t->r[i].outside, t->r[i].mask)) {
-			hit = i;
-			break;
-		}
-	}
 	if (hit >= XDPR_NPT_MAX)
 		return STEP_NEXT;
 	r = &t->r[hit];
@@ -191,7 +212,7 @@ __noinline int npt6_out(struct xdp_md *ctx, int r)
 	const struct xdpr_npt_rule *rule;
 	struct xdpr_npt_ctr *ctr;
 	struct xdpr_npt_tab *t;
-	__u32 i, hit = XDPR_NPT_MAX, egress = 0, zero = 0;
+	__u32 hit, egress = 0, zero = 0;
 
 	if (!ctx || (r != XDPR_FWD && !npt6_kernel_forwards(r)))
 		return r;
@@ -199,14 +220,7 @@ __noinline int npt6_out(struct xdp_md *ctx, int r)
 	if (!t || (void *)(ip6h + 1) > end || ((struct ethhdr *)data)->h_proto != bpf_htons(ETH_P_IPV6))
 		return r;
 	/* inside prefixes never overlap: one rule at most */
-	for (i = 0; i < XDPR_NPT_MAX; i++) {
-		if (i >= t->n)
-			break;
-		if (t->r[i].ifindex && npt6_match(ip6h->saddr.in6_u.u6_addr32, t->r[i].inside, t->r[i].mask)) {
-			hit = i;
-			break;
-		}
-	}
+	hit = npt6_find(ctx, 0);
 	if (hit >= XDPR_NPT_MAX)
 		return r;
 	rule = &t->r[hit];
