@@ -237,4 +237,29 @@ ok "nat del npt r1" xdpr nat del npt r1
 ok "xdpr restore puts the rule back" xdpr restore - <"$T_TMP/saved"
 is "$(xdpr save)" "$(cat "$T_TMP/saved")" "after restore: the same state"
 ok "after restore: ping6 C1 -> S" in_ns "$C1" ping -6 -c2 -i0.2 -W2 -q 2001:db8:4::2
+
+# ---- the filter sees inside addresses both ways (as an nft forward chain behind the translator)
+ok "filter: policy drop" xdpr filter policy drop
+ok "filter: C1 may open TCP 7010 to S (rule names the inside source)" \
+	xdpr filter add in r0 src fd01:203:405:1::2 proto tcp dport 7010 accept
+ok "filter: S may open TCP 7011 to C1 (rule names the inside destination)" \
+	xdpr filter add in r1 dst fd01:203:405:1::2 proto tcp dport 7011 accept
+ok "filter: a rule naming the outside address $M64 (never matches: the filter sees inside ones)" \
+	xdpr filter add dst $M64 proto udp dport 7012 accept
+timeout 30 ip netns exec "$S" socat TCP6-LISTEN:7010,reuseaddr,fork SYSTEM:'echo $SOCAT_PEERADDR' 2>/dev/null &
+wait_listen "$S" 7010 || diag "TCP 7010 server did not start"
+timeout 30 ip netns exec "$C1" socat TCP6-LISTEN:7011,reuseaddr,fork SYSTEM:'echo from-c1' 2>/dev/null &
+wait_listen "$C1" 7011 || diag "TCP 7011 server on C1 did not start"
+timeout 30 ip netns exec "$C1" socat -u UDP6-RECV:7012 "CREATE:$T_TMP/udp7012" 2>/dev/null &
+sleep 0.3
+is "$(norm "$(T_TIMEOUT=10 in_ns "$C1" socat -t 3 -T 5 - TCP6:[2001:db8:4::2]:7010 </dev/null 2>/dev/null)")" "$M64" \
+	"filter + NPTv6: C1 -> S TCP 7010 accepted out, its replies (mapped back before the filter) match its flow"
+is "$(T_TIMEOUT=10 in_ns "$S" socat -t 3 -T 5 - TCP6:[$M64]:7011 </dev/null 2>/dev/null)" "from-c1" \
+	"filter + NPTv6: S -> $M64 TCP 7011 meets the rule for fd01:203:405:1::2"
+p0=$(xdpr -j stats 2>/dev/null | jq '[.. | objects | .drop_filter_policy? // empty | if type == "object" then .packets else . end] | add // 0')
+T_TIMEOUT=5 in_ns "$S" socat -u - UDP6-SENDTO:[$M64]:7012 <<<"should-not-pass" 2>/dev/null
+sleep 0.5
+is "$(cat "$T_TMP/udp7012" 2>/dev/null)" "" "filter + NPTv6: UDP to $M64:7012 dropped (the rule naming the outside address does not match)"
+num "$(xdpr -j filter flows | jq .flows)" -ge 2 "filter flows: the two accepted TCP flows have states (keyed by inside addresses: the replies met them)"
+ok "filter policy accept, flush" eval 'xdpr filter flush && xdpr filter policy accept'
 done_testing
