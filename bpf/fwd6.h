@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * fwd6.h - the IPv6 packet path: checks -> route map / FIB -> hop limit,
- * egress claim -> rewrite (hop limit, MACs).  No translation: IPv6 is
- * forwarded as it is.
+ * fwd6.h - the IPv6 packet path: checks -> NPTv6 inbound -> route map /
+ * FIB -> filter -> hop limit, egress claim -> rewrite (hop limit, MACs) ->
+ * NPTv6 outbound (npt6.h; fwd6_exit, from the entry point, after the
+ * filter).  Without NPTv6 rules IPv6 is forwarded as it is.
  */
 #ifndef XDPR_FWD6_H
 #define XDPR_FWD6_H
@@ -17,6 +18,7 @@
 #include "route.h"
 #include "filter.h"
 #include "reject.h"
+#include "npt6.h"
 
 #define IPV6_FLOWINFO_MASK bpf_htonl(0x0FFFFFFF)
 
@@ -114,6 +116,10 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 		return XDPR_PASS_IP6_HDR_ERR;
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	flt = flt_active(cfg);
+	/* NPTv6: for the outside prefix, to the inside one before anything looks at it */
+	if (npt6_on(cfg) && (step = npt6_in(ctx, npt6_find(ctx, in_ifindex(ctx)))) >= 0)
+		return step;
+	step = STEP_NEXT;
 	if (ip6_is_exthdr(ip6h->nexthdr)) {
 		if (!flt)
 			return XDPR_PASS_IP6_EXTHDR;
@@ -213,6 +219,16 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS)
 		return fib_reason(fibrc);
 	return fwd6_tail(eth, ip6h, fib, in_flags, exthdr);
+}
+
+/* Every exit of the IPv6 path, after the filter: NPTv6 outbound when there are rules. */
+static __always_inline int fwd6_exit(struct xdp_md *ctx, int r)
+{
+	__u32 zero = 0;
+
+	if (r == STEP_FILTER || !npt6_on(bpf_map_lookup_elem(&xdpr_cfg, &zero)))
+		return r;
+	return npt6_out(ctx, r);
 }
 
 #endif /* XDPR_FWD6_H */

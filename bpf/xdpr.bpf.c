@@ -41,7 +41,7 @@ static __always_inline int fwd6_filtered(struct xdp_md *ctx, __u32 in_flags)
 	struct flt_pkt *fp;
 
 	if (r != STEP_FILTER)
-		return r;
+		return fwd6_exit(ctx, r); /* NPTv6 outbound, after the filter */
 	r = filter_run(ctx);
 	if (r == STEP_FLT_REJECT) {
 		fp = flt_scratch();
@@ -49,7 +49,7 @@ static __always_inline int fwd6_filtered(struct xdp_md *ctx, __u32 in_flags)
 	}
 	if (r >= 0)
 		return r;
-	return fwd6_finish(ctx, in_flags);
+	return fwd6_exit(ctx, fwd6_finish(ctx, in_flags));
 }
 
 static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,

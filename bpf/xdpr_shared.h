@@ -771,4 +771,62 @@ _Static_assert(sizeof(struct xdpr_flt_gc_cmd) == 16, "xdpr_flt_gc_cmd layout");
 _Static_assert(sizeof(struct xdpr_frag_key) == 12, "xdpr_frag_key layout");
 _Static_assert(XDPR_FLT_WORDS % 64 == 0, "summary words cover whole rule words");
 
+/* ---- NPTv6, RFC 6296 (bpf/npt6.h, loader/npt.c) ---- */
+
+/*
+ * Stateless prefix translation on an outside interface: a packet the FIB
+ * sends out of it with a source in the inside prefix leaves with that
+ * source in the outside prefix; a packet arriving on it for the outside
+ * prefix is delivered to the inside one.  Checksum-neutral: one 16-bit
+ * word of the address takes an adjustment (word 3 for /48 and shorter,
+ * the first word of the interface identifier that is not 0xffff for
+ * longer prefixes), so no L4 checksum changes.
+ *
+ * xdpr_npt, ARRAY of 2 struct xdpr_npt_tab: the live one is slot
+ * (xdpr_cfg.flags & XDPR_CFG_NPT_SLOT ? 1 : 0); a change writes the other
+ * slot whole, then flips the bit.  XDPR_CFG_NPT: the live table has rules
+ * (without it IPv6 packets pay one bit test).  xdpr_npt_stats,
+ * PERCPU_ARRAY by rule index (the same index in both slots: a rule keeps
+ * its index while it exists; a new rule's counters are zeroed).
+ */
+#define XDPR_NPT_MAX 16
+#define XDPR_MAP_NPT       "xdpr_npt"
+#define XDPR_MAP_NPT_STATS "xdpr_npt_stats"
+#define XDPR_CFG_NPT      (1u << 8)  /* xdpr_cfg.flags: NPTv6 rules exist */
+#define XDPR_CFG_NPT_SLOT (1u << 9)  /* xdpr_cfg.flags: the live xdpr_npt slot */
+
+struct xdpr_npt_rule {
+	__u32 ifindex;      /* the outside interface; 0: no rule at this index */
+	__u8  plen;         /* prefix length, 1..64, the same for both prefixes */
+	__u8  word;         /* 16-bit word that takes the adjustment: 3 (plen <= 48); 4: the
+	                       first of words 4..7 that is not 0xffff */
+	__u16 adj_out;      /* one's complement adjustment inside -> outside (host order) */
+	__u16 adj_in;       /* outside -> inside */
+	__u16 pad;
+	__be32 mask[2];     /* the prefix length as a mask of the first 64 bits */
+	__be32 inside[2];   /* prefixes, first 64 bits, host bits zero */
+	__be32 outside[2];
+	char ifname[16];    /* the outside interface's name when the rule was made */
+};
+
+struct xdpr_npt_tab {
+	__u32 n;            /* rules at indexes 0..n-1 are looked at (ifindex 0: a hole) */
+	__u32 pad;
+	struct xdpr_npt_rule r[XDPR_NPT_MAX];
+};
+
+/* Per rule, per CPU. */
+struct xdpr_npt_ctr {
+	__u64 out;          /* packets whose source was mapped inside -> outside */
+	__u64 in;           /* packets whose destination was mapped outside -> inside */
+	__u64 icmp;         /* of those, ICMPv6 errors whose quoted packet was mapped too */
+	__u64 pass;         /* of "out", handed to the kernel (translated) to forward */
+	__u64 drop;         /* not mappable (word 0xffff, all-ones identifier): dropped,
+	                       drop_nat_untranslatable */
+};
+
+_Static_assert(sizeof(struct xdpr_npt_rule) == 52, "xdpr_npt_rule layout");
+_Static_assert(sizeof(struct xdpr_npt_tab) == 8 + 52 * XDPR_NPT_MAX, "xdpr_npt_tab layout");
+_Static_assert(sizeof(struct xdpr_npt_ctr) == 40, "xdpr_npt_ctr layout");
+
 #endif /* XDPR_SHARED_H */

@@ -6,6 +6,7 @@
  *
  *   link attach DEV... [mode {native|skb}] [force]
  *   nat limit ... | nat timeout ... | nat add out DEV ... | nat add in DEV ...
+ *   nat add npt DEV inside PREFIX outside PREFIX
  *   route add PREFIX ...
  *   set add NAME PREFIX...
  *   filter policy {accept|drop} | filter add RULE
@@ -27,6 +28,7 @@
 #include <netinet/in.h>
 #include "conf.h"
 #include "out.h"
+#include "npt.h"
 
 #define ERR(...) (snprintf(err, len, __VA_ARGS__), EXIT_FAIL)
 
@@ -184,6 +186,64 @@ static bool fwd_overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rul
 	       a->port_min <= b->port_max && b->port_min <= a->port_max;
 }
 
+/* ---- NPTv6 rules: the same rule is the same DEV, prefixes and length ---- */
+
+static bool npt_same(const struct conf_npt *a, const struct conf_npt *b)
+{
+	return !strcmp(a->dev, b->dev) && a->r.plen == b->r.plen && !memcmp(a->r.inside, b->r.inside, 8) &&
+	       !memcmp(a->r.outside, b->r.outside, 8);
+}
+
+static bool npt_in(const struct conf *c, const struct conf_npt *n)
+{
+	for (int i = 0; i < c->nnpt; i++)
+		if (npt_same(&c->npt[i], n))
+			return true;
+	return false;
+}
+
+static int add_npt(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
+{
+	struct npt_args a;
+	struct conf_npt *n;
+
+	if (parse_npt_rule(argc, argv, &a, err, len))
+		return EXIT_USAGE;
+	if (c->nnpt >= XDPR_NPT_MAX)
+		return snprintf(err, len, "at most %d NPTv6 rules", XDPR_NPT_MAX), EXIT_FAIL;
+	n = &c->npt[c->nnpt];
+	snprintf(n->dev, sizeof(n->dev), "%s", a.dev);
+	n->r = a.r;
+	n->line = line;
+	for (int k = 0; k < c->nnpt; k++)
+		if (npt_same(&c->npt[k], n))
+			return snprintf(err, len, "this NPTv6 rule is already on line %zu", c->npt[k].line),
+			       EXIT_USAGE;
+	c->nnpt++;
+	return 0;
+}
+
+/* Rules no longer wanted out, then the new ones in (their devices are attached by now). */
+static int apply_npt(struct xdpr *x, const struct conf *want, const struct conf *have, struct conf_diff *d,
+		     char *err, size_t len)
+{
+	for (int i = 0; i < have->nnpt; i++) {
+		if (npt_in(want, &have->npt[i]))
+			continue;
+		if (xdpr_npt_del(x, have->npt[i].dev, (const __u8 *)have->npt[i].r.inside, have->npt[i].r.plen))
+			return ERR("nat del npt %s: %s", have->npt[i].dev, x->err);
+		d->nat_deleted++;
+	}
+	for (int i = 0; i < want->nnpt; i++) {
+		if (npt_in(have, &want->npt[i]))
+			continue;
+		if (xdpr_npt_add(x, want->npt[i].dev, &want->npt[i].r))
+			return ERR("%sline %zu: %s", want->name, want->npt[i].line, x->err);
+		d->nat_added++;
+	}
+	return 0;
+}
+
 static int add_nat(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
 {
 	bool fwd = argc > 0 && !strcmp(argv[0], "in");
@@ -322,6 +382,8 @@ static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, si
 #define IS(a, b) (n >= 2 && !strcmp(w[0], a) && !strcmp(w[1], b))
 	if (IS("link", "attach"))
 		return add_links(c, n - 2, w + 2, line, err, len);
+	if (IS("nat", "add") && n > 2 && !strcmp(w[2], "npt"))
+		return add_npt(c, n - 2, w + 2, line, err, len);
 	if (IS("nat", "add"))
 		return add_nat(c, n - 2, w + 2, line, err, len);
 	if (IS("nat", "timeout") || IS("nat", "limit"))
@@ -550,6 +612,18 @@ int conf_read(struct xdpr *x, struct conf *c, char *err, size_t len)
 		c->nat[i].r = ri[i].r;
 	}
 	c->nnat = n;
+	{ /* NPTv6 rules */
+		static struct xdpr_npt_info ni[XDPR_NPT_MAX];
+
+		n = xdpr_npt_list(x, ni, XDPR_NPT_MAX);
+		if (n < 0)
+			goto fail;
+		for (int i = 0; i < n; i++) {
+			snprintf(c->npt[i].dev, sizeof(c->npt[i].dev), "%s", ni[i].dev);
+			c->npt[i].r = ni[i].r;
+		}
+		c->nnpt = n;
+	}
 	if (xdpr_route_foreach(x, NULL, take_route, &ra))
 		goto fail;
 	if (ra.err) {
@@ -670,6 +744,16 @@ void conf_print(FILE *f, const struct conf *c)
 	}
 	for (int i = 0; i < c->nnat; i++)
 		print_nat(f, &c->nat[i]);
+	for (int i = 0; i < c->nnpt; i++) { /* NPTv6 */
+		__u8 a[16] = {}, b[16] = {};
+		char sa[INET6_ADDRSTRLEN], sb[INET6_ADDRSTRLEN];
+
+		memcpy(a, c->npt[i].r.inside, 8);
+		memcpy(b, c->npt[i].r.outside, 8);
+		fprintf(f, "nat add npt %s inside %s/%u outside %s/%u\n", c->npt[i].dev,
+			inet_ntop(AF_INET6, a, sa, sizeof(sa)), c->npt[i].r.plen,
+			inet_ntop(AF_INET6, b, sb, sizeof(sb)), c->npt[i].r.plen);
+	}
 	{
 		/* routes in prefix order: the same file whatever order they were added in */
 		struct xdpr_route_spec *rs = malloc((c->nroute ? c->nroute : 1) * sizeof(*rs));
@@ -1079,6 +1163,8 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 		}
 		d->filter = true;
 	}
+	if ((ret = apply_npt(x, want, have, d, err, len)))
+		return ret;
 	for (int i = 0; i < have->nnat; i++) {
 		if (gone_nat[i] || nat_in(want, &have->nat[i]))
 			continue;

@@ -27,12 +27,20 @@ struct conf_nat {
 	size_t line;
 };
 
+struct conf_npt {          /* nat add npt DEV inside PREFIX outside PREFIX */
+	char dev[IF_NAMESIZE];
+	struct xdpr_npt_rule r; /* plen, prefixes, adjustments (xdpr_npt_make) */
+	size_t line;
+};
+
 struct conf {
 	int nlink;
 	struct conf_link link[XDPR_MAX_IFACES];
 	struct xdpr_cfg knobs;  /* timeouts, host_limit, nat_sess; the rest unused */
 	int nnat;
 	struct conf_nat nat[XDPR_NAT_MAX_RULES];
+	int nnpt;
+	struct conf_npt npt[XDPR_NPT_MAX];
 	size_t nroute, route_cap;
 	struct xdpr_route_spec *route;
 	size_t *route_line;

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include "cli.h"
 #include "out.h"
+#include "npt.h"
 
 static void nat_usage(void)
 {
@@ -18,6 +19,8 @@ static void nat_usage(void)
 		"       xdpr nat del out DEV [src PREFIX]\n"
 		"       xdpr nat add in DEV [proto {tcp|udp}] [addr ADDR] dport P[-P] to ADDR[:P[-P]]\n"
 		"       xdpr nat del in DEV [proto {tcp|udp}] [addr ADDR] dport P[-P]\n"
+		"       xdpr nat add npt DEV inside PREFIX outside PREFIX   (NPTv6, DEV the outside interface)\n"
+		"       xdpr nat del npt DEV [inside PREFIX]\n"
 		"       xdpr nat show\n"
 		"       xdpr nat sessions [src ADDR] [proto {tcp|udp|icmp}]\n"
 		"       xdpr nat flush [sessions]\n"
@@ -406,6 +409,8 @@ counters:
 		out_obj_close();
 		out_obj_close();
 	}
+	if ((nh = print_npt_rules(x, counters_only))) /* NPTv6 rules (cli/npt.c) */
+		return free(held), nh;
 	out_arr_close();
 	free(held);
 	return 0;
@@ -720,6 +725,9 @@ int do_nat(int argc, char **argv)
 		return nat_fwd(argc - 1, argv + 1, false);
 	if ((!strcmp(argv[0], "del") || !strcmp(argv[0], "delete")) && argc > 1 && !strcmp(argv[1], "in"))
 		return nat_fwd(argc - 1, argv + 1, true);
+	if ((!strcmp(argv[0], "add") || !strcmp(argv[0], "del") || !strcmp(argv[0], "delete")) && argc > 1 &&
+	    !strcmp(argv[1], "npt"))
+		return npt_cmd(argv[0], argc - 1, argv + 1); /* NPTv6 (cli/npt.c) */
 	if (!strcmp(argv[0], "add"))
 		return nat_add(argc - 1, argv + 1, false);
 	if (!strcmp(argv[0], "replace"))

@@ -15,6 +15,7 @@
  *     nat.c      NAT, router settings      core.c
  *                (xdpr_cfg_get/set)
  *     rtindex.c  route lookup index        core.c
+ *     npt.c      NPTv6 rules               core.c
  *     core.c     state, maps, errors       nothing of the library
  *     netdev.c   netlink probes, neighbours  (leaves: they use nothing)
  *     vlandev.c  VLAN devices, rx offload

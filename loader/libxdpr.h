@@ -86,6 +86,7 @@ enum xdpr_map {
 	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS,
 	XM_FLT_WORD, XM_FLT_DESC, XM_FLT_VAL, XM_FLT_RULE, XM_FLT_LPM4, XM_FLT_LPM6, XM_FLT_IF,
 	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS, XM_VLANS, XM_VLAN_CFG, XM_FWD,
+	XM_NPT, XM_NPT_STATS,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
 };
@@ -561,5 +562,34 @@ const char *xdpr_reason_name(int reason);
 const char *xdpr_reason_desc(int reason);
 const char *xdpr_mode_name(enum xdpr_mode mode);
 const char *xdpr_nat_event_name(int event);
+
+/*
+ * NPTv6, RFC 6296 (loader/npt.c): prefix translation on an outside
+ * interface.  Changes are all or nothing, under the lock (xdpr_open with
+ * XDPR_O_LOCK): the spare table slot is written whole, then made live.
+ */
+struct xdpr_npt_info {
+	__u32 index;                     /* the rule's counter index */
+	char dev[IF_NAMESIZE];           /* the outside interface (its name now, or as added) */
+	bool attached;                   /* that interface is attached to xdpr */
+	__u8 inside[16], outside[16];    /* the prefixes (the first 64 bits are the rule's) */
+	struct xdpr_npt_rule r;
+	struct xdpr_npt_ctr c;           /* summed over CPUs */
+	struct xdpr_npt_ctr cpu[XDPR_MAX_CPUS];
+};
+/*
+ * A rule from its prefixes (16 bytes each) and lengths: the mask, the
+ * adjustment word and both adjustments.  Pure; 0, or -EINVAL with the
+ * reason in err (lengths differ or are outside 1..64, host bits set,
+ * multicast, link-local, loopback or unspecified prefix, inside = outside).
+ */
+int xdpr_npt_make(struct xdpr_npt_rule *r, const __u8 *inside, unsigned int inside_len,
+		  const __u8 *outside, unsigned int outside_len, char *err, size_t len);
+/* Add a rule on attached dev (-EEXIST, -EBUSY overlap, -ENODEV, -ENOSPC, -EADDRINUSE). */
+int xdpr_npt_add(struct xdpr *x, const char *dev, const struct xdpr_npt_rule *r);
+/* Delete dev's rule of that inside prefix (inside NULL: all of dev's); -ENOENT when none. */
+int xdpr_npt_del(struct xdpr *x, const char *dev, const __u8 *inside, unsigned int plen);
+/* The live rules, in index order: how many, or -errno. */
+int xdpr_npt_list(struct xdpr *x, struct xdpr_npt_info *out, int max);
 
 #endif /* LIBXDPR_H */
