@@ -15,6 +15,8 @@ enum xdpr_step {
 	STEP_NAT_CREATE = -4, /* a NAT step's request for a session is ready: nat4_create */
 	STEP_FLT_REJECT = -5, /* the filter: a reject rule matched, answer the packet */
 	STEP_FILTER     = -6, /* fwd_ip6: the filter's view is ready, run the filter */
+	STEP_BINAT      = -7, /* binat4_out: translated by a 1:1 rule (no source NAT after it) */
+	STEP_BINAT_FLT  = -8, /* binat4_out: a 1:1 rule applies; the filter first, untranslated */
 };
 
 #endif /* XDPR_STEP_H */
