@@ -307,6 +307,8 @@ static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, si
 #define IS(a, b) (n >= 2 && !strcmp(w[0], a) && !strcmp(w[1], b))
 	if (IS("link", "attach"))
 		return add_links(c, n - 2, w + 2, line, err, len);
+	if (IS("nat", "add") && n >= 3 && !strcmp(w[2], "binat"))
+		return conf_add_binat(c, n - 3, w + 3, line, err, len); /* cli/binat.c */
 	if (IS("nat", "add"))
 		return add_nat(c, n - 2, w + 2, line, err, len);
 	if (IS("nat", "timeout") || IS("nat", "limit"))
@@ -535,6 +537,8 @@ int conf_read(struct xdpr *x, struct conf *c, char *err, size_t len)
 		c->nat[i].r = ri[i].r;
 	}
 	c->nnat = n;
+	if (conf_read_binat(x, c)) /* cli/binat.c */
+		goto fail;
 	if (xdpr_route_foreach(x, NULL, take_route, &ra))
 		goto fail;
 	if (ra.err) {
@@ -648,6 +652,7 @@ void conf_print(FILE *f, const struct conf *c)
 	}
 	for (int i = 0; i < c->nnat; i++)
 		print_nat(f, &c->nat[i]);
+	conf_print_binat(f, c); /* cli/binat.c */
 	{
 		/* routes in prefix order: the same file whatever order they were added in */
 		struct xdpr_route_spec *rs = malloc((c->nroute ? c->nroute : 1) * sizeof(*rs));
@@ -954,6 +959,8 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 		goto detach;
 	if ((ret = apply_knobs(x, want, d, err, len)))
 		return ret;
+	if ((ret = conf_change_binat(x, want, have, false, d, err, len))) /* 1:1 rules no longer wanted */
+		return ret;
 	/*
 	 * A rule no longer wanted that overlaps a new one on its interface
 	 * (its src changed) goes first: two overlapping rules cannot coexist.
@@ -1012,6 +1019,8 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 			return ERR("nat del out %s: %s", have->nat[i].dev, x->err);
 		d->nat_deleted++;
 	}
+	if ((ret = conf_change_binat(x, want, have, true, d, err, len))) /* new 1:1 rules */
+		return ret;
 detach:
 	for (int i = 0; i < have->nlink; i++)
 		if (!link_in(want, have->link[i].name))
@@ -1027,6 +1036,9 @@ detach:
 
 		for (int k = 0; k < want->nnat; k++)
 			if (!strcmp(want->nat[k].dev, devs[i]))
+				flags = XDPR_F_KEEP_RULES;
+		for (int k = 0; k < want->nbinat; k++)
+			if (!strncmp(want->binat[k].r.ifname, devs[i], IF_NAMESIZE))
 				flags = XDPR_F_KEEP_RULES;
 		if (xdpr_detach(x, &devs[i], 1, flags)) {
 			char e[sizeof(x->err)];

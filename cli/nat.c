@@ -16,6 +16,8 @@ static void nat_usage(void)
 		"       xdpr nat add out DEV [src PREFIX] to ADDR[-ADDR] [ports LO-HI] [filter {apdf|eif}]\n"
 		"       xdpr nat replace out DEV ...   (same words as add; matched by DEV and src)\n"
 		"       xdpr nat del out DEV [src PREFIX]\n"
+		"       xdpr nat add binat DEV inside PREFIX outside PREFIX   (1:1, same length)\n"
+		"       xdpr nat del binat DEV [inside PREFIX]\n"
 		"       xdpr nat show\n"
 		"       xdpr nat sessions [src ADDR] [proto {tcp|udp|icmp}]\n"
 		"       xdpr nat flush [sessions]\n"
@@ -270,6 +272,7 @@ int print_nat_rules(struct xdpr *x, bool counters_only)
 		out_obj_close();
 		out_obj_close();
 	}
+	print_binat_rules(x); /* 1:1 NAT rules (cli/binat.c); none on an older router */
 	out_arr_close();
 	free(held);
 	return 0;
@@ -578,6 +581,9 @@ done:
 
 int do_nat(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "binat") &&
+	    (!strcmp(argv[0], "add") || !strcmp(argv[0], "del") || !strcmp(argv[0], "delete")))
+		return do_binat(argv[0], argc - 2, argv + 2); /* 1:1 NAT: cli/binat.c */
 	if (argc < 1 || !strcmp(argv[0], "show") || !strcmp(argv[0], "list"))
 		return nat_show(argc ? argc - 1 : 0, argv + (argc ? 1 : 0));
 	if (!strcmp(argv[0], "add"))
