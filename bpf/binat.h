@@ -101,6 +101,20 @@ static __always_inline const struct xdpr_binat_rule *binat_find(void *trie, __u3
 	return bpf_map_lookup_elem(trie, &k);
 }
 
+/*
+ * Slow paths only (a drop for a gone interface, a kernel hand-over): is
+ * the rule still in its slot?  A trie entry a killed deletion left behind
+ * drops nothing then.  (Reading xdpr_binat also binds it to the program,
+ * which is how a later command finds it.)
+ */
+static __always_inline int binat_live(const struct xdpr_binat_rule *r)
+{
+	__u32 id = r->id;
+	const struct xdpr_binat_rule *s = bpf_map_lookup_elem(&xdpr_binat, &id);
+
+	return s && s->ifindex == r->ifindex && s->in_net == r->in_net;
+}
+
 /* The prefix's address for addr's host bits. */
 static __always_inline __be32 binat_map(__be32 addr, __be32 net, __be32 mask)
 {
@@ -285,6 +299,8 @@ __noinline int binat4_out(struct xdp_md *ctx, struct pkt4_io *io, __u32 egress, 
 		return STEP_NEXT;
 	id = r->id;
 	if (gone) {
+		if (!binat_live(r))
+			return STEP_NEXT;
 		binat_count(id, XDPR_BE_DROPPED);
 		return XDPR_DROP_NAT_IF_GONE;
 	}
@@ -314,7 +330,7 @@ __noinline int binat4_leak(__u32 ifindex, __be32 saddr)
 {
 	const struct xdpr_binat_rule *r = binat_find(&xdpr_binat_out, ifindex, saddr);
 
-	if (!r)
+	if (!r || !binat_live(r))
 		return 0;
 	binat_count(r->id, XDPR_BE_DROPPED);
 	return 1;
