@@ -1073,6 +1073,7 @@ int conf_apply(struct xdpr *x, const struct conf *want, struct conf_diff *d, cha
 		size_t used = strlen(err);
 
 		have.flags |= CONF_P_PRESENT; /* what ran may name devices that are gone now */
+		conf_init(&now); /* freed below even when it is never read */
 		int gone = xdpr_refresh(x) ? (snprintf(e2, sizeof(e2), "%s", x->err), -1) : 0;
 
 		if (gone || conf_read(x, &now, e2, sizeof(e2)) ||
