@@ -44,6 +44,7 @@
 #include "nat_xlate.h"
 #include "filter.h"
 #include "reject.h"
+#include "icmp.h"
 
 /* Rules by id: the control plane's list (the packet path reads the tries). */
 struct {
@@ -245,9 +246,12 @@ static __always_inline int binat4_err_rewrite(struct pkt4 *p, int in, __be32 add
 
 /*
  * Inbound, on outside interface ifindex: a destination in a rule's outside
- * prefix becomes the inside address.  One expiring here (TTL <= 1) is left
- * as it is: the kernel answers it, quoting the outside address, and
- * forwards nothing.  STEP_NEXT, or an xdpr_reason (untranslatable: drop).
+ * prefix becomes the inside address.  One expiring here (TTL <= 1) is not
+ * translated: XDPR_TX_ICMP_TTL asks the caller to answer it from XDP, from
+ * the outside address and quoting the packet as it arrived, as the kernel's
+ * netmap does (its conntrack turns its own error's source back into the
+ * address the packet was sent to).  An ICMP error expiring here is the
+ * kernel's (it answers no error).  STEP_NEXT, or an xdpr_reason.
  */
 __noinline int binat4_in(struct xdp_md *ctx, struct pkt4_io *io, __u32 ifindex)
 {
@@ -256,13 +260,15 @@ __noinline int binat4_in(struct xdp_md *ctx, struct pkt4_io *io, __u32 ifindex)
 	int err, icmp;
 	__u32 id;
 
-	if (!ctx || !io || pkt4_view(ctx, io, p) || p->iph->ttl <= 1)
+	if (!ctx || !io || pkt4_view(ctx, io, p))
 		return STEP_NEXT;
 	r = binat_find(&xdpr_binat_in, ifindex, p->iph->daddr);
 	if (!r)
 		return STEP_NEXT;
 	id = r->id;
 	icmp = binat_icmp_err(p);
+	if (p->iph->ttl <= 1)
+		return icmp ? STEP_NEXT : XDPR_TX_ICMP_TTL;
 	if (icmp)
 		err = binat4_err_rewrite(p, 1, binat_map(p->iph->daddr, r->in_net, r->mask), r);
 	else
@@ -352,8 +358,16 @@ __noinline int binat4_hot(struct xdp_md *ctx, struct pkt4_io *io)
 /* fwd_ip4_path: a packet arrived on an interface with 1:1 rules (in->flags). */
 static __always_inline int binat4_ingress(struct xdp_md *ctx, struct pkt4 *p, struct pkt4_io *io)
 {
+	int step;
+
 	pkt4_to_io(p, sizeof(struct ethhdr), io);
-	return binat4_in(ctx, io, in_ifindex(ctx));
+	step = binat4_in(ctx, io, in_ifindex(ctx));
+	if (step == XDPR_TX_ICMP_TTL) {
+		/* the frame is no longer the packet: an exit for sure (never "go on") */
+		step = icmp4_send(ctx, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0, XDPR_TX_ICMP_TTL);
+		return step < 0 ? XDPR_DROP_SHORT : step;
+	}
+	return step;
 }
 
 /*

@@ -322,14 +322,39 @@ static bool t_frag_out(void)
 		     XDPR_PASS_IP4_FRAG, &w, NOEV, 1, BE(BOUT));
 }
 
+/* XDP's time exceeded: from the address the packet was sent to, quoting it as it arrived (nft netmap's answer). */
+static void ttl_answer(struct frame *w, const struct frame *in, const char *src, const char *dst)
+{
+	const __u8 *q = in->b + ETH_HLEN;
+	int qlen = (q[0] & 0xf) * 4 + 8;
+	__u8 *iph = w->b + ETH_HLEN, *ic = iph + 20, peer[6];
+	__be32 s = ip(src), d = ip(dst);
+
+	memset(w, 0, sizeof(*w));
+	mac_parse(dev_get("r1")->peer_mac, peer);
+	memcpy(w->b, peer, 6);
+	memcpy(w->b + 6, dev_get("r1")->hw, 6);
+	put16(w->b + 12, ETH_P_IP);
+	iph[0] = 0x45, iph[1] = 0xc0, iph[8] = 64, iph[9] = IPPROTO_ICMP;
+	put16(iph + 2, 20 + 8 + qlen);
+	memcpy(iph + 12, &s, 4);
+	memcpy(iph + 16, &d, 4);
+	put16(iph + 10, ~fold(sum16(iph, 20, 0)));
+	ic[0] = 11;
+	memcpy(ic + 8, q, qlen);
+	put16(ic + 2, ~fold(sum16(ic, 8 + qlen, 0)));
+	w->len = ETH_HLEN + 20 + 8 + qlen;
+}
+
 static bool t_ttl1_in(void)
 {
 	struct pkt k = { .src = REM, .dst = B_IN2, .sport = 53, .dport = 5000, .ttl = 1 };
-	struct frame f;
+	struct frame f, w;
 
 	in_frame(&f, "r1", &k);
-	return bstep("TTL 1 to 192.0.2.2 -> pass_ttl untranslated (the kernel answers for 192.0.2.2)", "r1", &f,
-		     XDPR_PASS_TTL, NULL, NOEV, 1, BE([0] = 0));
+	ttl_answer(&w, &f, B_IN2, REM);
+	return bstep("TTL 1 to 192.0.2.2 -> time exceeded from 192.0.2.2 (XDP_TX), quoting it untranslated", "r1",
+		     &f, XDPR_TX_ICMP_TTL, &w, NOEV, 1, BE([0] = 0));
 }
 
 static bool t_ttl1_out(void)
@@ -396,7 +421,7 @@ static const struct {
 	{ "icmp error in about udp without checksum", t_err_in_nocsum },
 	{ "icmp error out from an inside host", t_err_out },
 	{ "later fragment out: translated, handed to the kernel", t_frag_out },
-	{ "TTL 1 in: untranslated", t_ttl1_in },
+	{ "TTL 1 in: time exceeded from the outside address, from XDP", t_ttl1_in },
 	{ "TTL 1 out: untranslated", t_ttl1_out },
 	{ "cut tcp header: dropped", t_cut },
 	{ "interface flag off: not translated (masquerade rule applies)", t_flag_off },
