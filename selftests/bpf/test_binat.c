@@ -401,6 +401,25 @@ static bool t_flag_off(void)
 	return ok;
 }
 
+/* The outside interface is no interface of the router any more (detached, rules kept): its inside sources drop. */
+static bool t_if_gone(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5700, .dport = 53 };
+	struct dev *d = dev_get("r1");
+	struct xdpr_iface c;
+	struct frame f;
+	bool ok;
+
+	if (bpf_map_lookup_elem(ifaces_fd, &d->ifindex, &c) || bpf_map_delete_elem(ifaces_fd, &d->ifindex))
+		die("cannot take r1 out of xdpr_ifaces");
+	in_frame(&f, "r0", &k);
+	ok = bstep("r1 gone: 10.0.1.2 -> 10.0.2.2 -> drop_nat_if_gone, untranslated", "r0", &f,
+		   XDPR_DROP_NAT_IF_GONE, NULL, NOEV, 1, BE(BDROP));
+	if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_NOEXIST))
+		die("cannot put r1 back");
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(void);
@@ -425,6 +444,7 @@ static const struct {
 	{ "TTL 1 out: untranslated", t_ttl1_out },
 	{ "cut tcp header: dropped", t_cut },
 	{ "interface flag off: not translated (masquerade rule applies)", t_flag_off },
+	{ "outside interface gone: inside sources dropped, counted", t_if_gone },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
