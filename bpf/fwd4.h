@@ -25,6 +25,7 @@
 #include "icmp.h"
 #include "filter.h"
 #include "reject.h"
+#include "binat.h"
 
 static __always_inline int ip4_martian(__be32 saddr, __be32 daddr)
 {
@@ -115,6 +116,8 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 		return STEP_NEXT;
 	egress = fib->ifindex;
 	out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
+	if ((step = binat4_egress(ctx, p, io, out, egress)) != STEP_NEXT)
+		return step == STEP_BINAT ? STEP_NEXT : step; /* 1:1 first (bpf/binat.h) */
 	if (!out)
 		return nat_if_gone(p->iph->saddr, 0) ? XDPR_DROP_NAT_IF_GONE : STEP_NEXT;
 	if (!out->nrules) { /* rules waiting for it are not bound yet: nothing inside leaves */
@@ -308,10 +311,12 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 	io.fib_rc = 0;
 	io.now = 0;
 	io.routed = 0;
-	io.nat = cfg && (cfg->flags & XDPR_CFG_NAT);
+	io.nat = cfg && (cfg->flags & (XDPR_CFG_NAT | XDPR_CFG_BINAT));
 	io.fwd_new = 0;
 	if (io.nat) {
 		io.now = bpf_ktime_get_coarse_ns();
+		if ((in->flags & XDPR_IF_BINAT) && (step = binat4_ingress(ctx, &p, &io)) >= 0)
+			return step;
 		io.fwd_if = (in->flags & XDPR_IF_FWD) ? in_ifindex(ctx) : 0;
 		if (in->nrules || io.fwd_if) {
 			pkt4_to_io(&p, sizeof(*eth), &io);
@@ -489,7 +494,7 @@ __noinline int nat4_kernel_leak(struct xdp_md *ctx, int reason)
 
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	/* pass routes bypass NAT on purpose (README, "route"); nothing else may */
-	if (!ctx || !cfg || !(cfg->flags & XDPR_CFG_NAT) || reason == XDPR_PASS_ROUTE ||
+	if (!ctx || !cfg || !(cfg->flags & (XDPR_CFG_NAT | XDPR_CFG_BINAT)) || reason == XDPR_PASS_ROUTE ||
 	    !reason_kernel_forwards(reason))
 		return reason;
 	ifindex = filter4_late_view(ctx);
@@ -497,6 +502,10 @@ __noinline int nat4_kernel_leak(struct xdp_md *ctx, int reason)
 	if (!ifindex || (void *)(iph + 1) > (void *)(long)ctx->data_end)
 		return reason;
 	saddr = iph->saddr;
+	if (binat4_leak(ifindex, saddr)) {
+		flt_unkeep4(iph);
+		return XDPR_DROP_NAT_UNTRANSLATABLE;
+	}
 	o = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
 	if (!o)
 		return reason;

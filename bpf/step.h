@@ -17,6 +17,8 @@ enum xdpr_step {
 	STEP_FILTER     = -6, /* fwd_ip6: the filter's view is ready, run the filter */
 	STEP_NAT_FWD    = -7, /* nat4_fwd_lookup: a port forward's new flow (request in the scratch) */
 	STEP_NAT_NORULE = -8, /* nat4_snat: no rule covers the source (a forward's reply may: nat4_fwd_reply) */
+	STEP_BINAT      = -9, /* binat4_out: translated by a 1:1 rule (no source NAT after it) */
+	STEP_BINAT_FLT  = -10, /* binat4_out: a 1:1 rule applies; the filter first, untranslated */
 };
 
 #endif /* XDPR_STEP_H */

@@ -35,6 +35,7 @@ enum xdpr_iface_flags {
 	                             it): its inbound packets look for them, and the replies
 	                             of their sessions are translated on the way out even
 	                             where no source NAT rule covers the inside host */
+	XDPR_IF_BINAT   = 1 << 6, /* outside interface of 1:1 NAT rules (bpf/binat.h) */
 };
 
 /* Source NAT rules an outside interface can carry. */
@@ -265,6 +266,7 @@ enum xdpr_cfg_flags {
 	XDPR_CFG_FIB_SRC = 1 << 1, /* kernel supports BPF_FIB_LOOKUP_SRC */
 	XDPR_CFG_ROUTES  = 1 << 2, /* the route map has routes */
 	XDPR_CFG_FILTER  = 1 << 3, /* the filter has rules or policy drop: forwarded packets meet it */
+	XDPR_CFG_BINAT   = 1 << 4, /* at least one 1:1 NAT rule exists (the NAT steps run) */
 };
 
 /* xdpr_cfg[0]: router-wide settings. */
@@ -741,6 +743,49 @@ struct xdpr_gc_cmd {
 	__u32 binds_freed;  /* out: idle bindings removed */
 	__u32 pad[3];
 };
+
+/* ---- 1:1 NAT (IPv4 binat / netmap, bpf/binat.h, loader/binat.c) ---- */
+
+#define XDPR_BINAT_MAX 64          /* rule ids 1..63; 0 is "no rule" */
+#define XDPR_MAP_BINAT     "xdpr_binat"
+#define XDPR_MAP_BINAT_IN  "xdpr_binat_in"
+#define XDPR_MAP_BINAT_OUT "xdpr_binat_out"
+#define XDPR_MAP_BINAT_ST  "xdpr_binat_st"
+
+/*
+ * A rule: on outside interface ifindex, inside prefix in_net/plen appears
+ * as out_net/plen, host bits kept.  xdpr_binat holds them by id (the
+ * control plane's list); each is also the value of two LPM entries, keyed
+ * by interface and address: xdpr_binat_out by inside prefix (outbound
+ * sources), xdpr_binat_in by outside prefix (inbound destinations).
+ */
+struct xdpr_binat_rule {
+	__u32 ifindex;      /* 0: unused slot */
+	__u32 id;
+	__be32 in_net;
+	__be32 out_net;
+	__be32 mask;
+	__u32 plen;
+	char ifname[16];
+};
+
+struct xdpr_binat_key {
+	__u32 prefixlen;    /* LPM: 32 (the ifindex) + the prefix length */
+	__u32 ifindex;
+	__be32 addr;
+};
+
+/* Per-CPU counters, xdpr_binat_st[id * XDPR_BE_MAX + event]: packets. */
+enum xdpr_binat_event {
+	XDPR_BE_OUT = 0,    /* translated outbound (source inside -> outside) */
+	XDPR_BE_IN,         /* translated inbound (destination outside -> inside) */
+	XDPR_BE_ICMP_ERR,   /* of those, ICMP errors (embedded packet translated too) */
+	XDPR_BE_DROPPED,    /* untranslatable (cut short) or its interface gone: dropped */
+	XDPR_BE_MAX
+};
+
+_Static_assert(sizeof(struct xdpr_binat_rule) == 40, "xdpr_binat_rule layout");
+_Static_assert(sizeof(struct xdpr_binat_key) == 12, "xdpr_binat_key layout");
 
 /* Compile-time checks on everything that crosses the user/kernel line. */
 _Static_assert(sizeof(struct xdpr_iface) == 56, "xdpr_iface layout");

@@ -89,6 +89,20 @@ int parse_route(int argc, char **argv, struct xdpr_route_spec *rs, char *err, si
 struct xdpr;
 int print_nat_rules(struct xdpr *x, bool counters_only);
 
+/* 1:1 NAT (cli/binat.c): "nat add binat DEV inside PREFIX outside PREFIX", "nat del binat DEV [inside PREFIX]" */
+struct binat_args {
+	const char *dev;
+	__be32 in_net, out_net;
+	int plen;               /* del without "inside": -1 (every rule of DEV) */
+};
+/* The words after "binat": 0 or EXIT_USAGE with the message in err. */
+int parse_binat(int argc, char **argv, struct binat_args *a, bool del, char *err, size_t len);
+int do_binat(const char *cmd, int argc, char **argv);
+/* The rule in the words "nat add" reads back (after "nat add "). */
+void fmt_binat(const struct xdpr_binat_rule *r, char *buf, size_t len);
+/* Rules as objects of the array print_nat_rules opened: 0 or -errno. */
+int print_binat_rules(struct xdpr *x);
+
 int do_filter(int argc, char **argv);
 int do_set(int argc, char **argv);
 /* The words after "filter add": 0 or EXIT_USAGE with the message in err. */

@@ -384,6 +384,8 @@ static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, si
 		return add_links(c, n - 2, w + 2, line, err, len);
 	if (IS("nat", "add") && n > 2 && !strcmp(w[2], "npt"))
 		return add_npt(c, n - 2, w + 2, line, err, len);
+	if (IS("nat", "add") && n >= 3 && !strcmp(w[2], "binat"))
+		return conf_add_binat(c, n - 3, w + 3, line, err, len); /* cli/binat.c */
 	if (IS("nat", "add"))
 		return add_nat(c, n - 2, w + 2, line, err, len);
 	if (IS("nat", "timeout") || IS("nat", "limit"))
@@ -624,6 +626,8 @@ int conf_read(struct xdpr *x, struct conf *c, char *err, size_t len)
 		}
 		c->nnpt = n;
 	}
+	if (conf_read_binat(x, c)) /* cli/binat.c */
+		goto fail;
 	if (xdpr_route_foreach(x, NULL, take_route, &ra))
 		goto fail;
 	if (ra.err) {
@@ -754,6 +758,7 @@ void conf_print(FILE *f, const struct conf *c)
 			inet_ntop(AF_INET6, a, sa, sizeof(sa)), c->npt[i].r.plen,
 			inet_ntop(AF_INET6, b, sb, sizeof(sb)), c->npt[i].r.plen);
 	}
+	conf_print_binat(f, c); /* cli/binat.c */
 	{
 		/* routes in prefix order: the same file whatever order they were added in */
 		struct xdpr_route_spec *rs = malloc((c->nroute ? c->nroute : 1) * sizeof(*rs));
@@ -1094,6 +1099,8 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 		goto detach;
 	if ((ret = apply_knobs(x, want, d, err, len)))
 		return ret;
+	if ((ret = conf_change_binat(x, want, have, false, d, err, len))) /* 1:1 rules no longer wanted */
+		return ret;
 	/*
 	 * A rule no longer wanted that overlaps a new one on its interface
 	 * (its src changed) goes first: two overlapping rules cannot coexist.
@@ -1173,6 +1180,8 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 				   have->nat[i].dev, x->err);
 		d->nat_deleted++;
 	}
+	if ((ret = conf_change_binat(x, want, have, true, d, err, len))) /* new 1:1 rules */
+		return ret;
 detach:
 	for (int i = 0; i < have->nlink; i++)
 		if (!link_in(want, have->link[i].name))
@@ -1188,6 +1197,9 @@ detach:
 
 		for (int k = 0; k < want->nnat; k++)
 			if (!strcmp(want->nat[k].dev, devs[i]))
+				flags = XDPR_F_KEEP_RULES;
+		for (int k = 0; k < want->nbinat; k++)
+			if (!strncmp(want->binat[k].r.ifname, devs[i], IF_NAMESIZE))
 				flags = XDPR_F_KEEP_RULES;
 		if (xdpr_detach(x, &devs[i], 1, flags)) {
 			char e[sizeof(x->err)];
@@ -1222,6 +1234,7 @@ int conf_apply(struct xdpr *x, const struct conf *want, struct conf_diff *d, cha
 		size_t used = strlen(err);
 
 		have.flags |= CONF_P_PRESENT; /* what ran may name devices that are gone now */
+		conf_init(&now); /* freed below even when it is never read */
 		int gone = xdpr_refresh(x) ? (snprintf(e2, sizeof(e2), "%s", x->err), -1) : 0;
 
 		if (gone || conf_read(x, &now, e2, sizeof(e2)) ||

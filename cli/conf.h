@@ -33,6 +33,12 @@ struct conf_npt {          /* nat add npt DEV inside PREFIX outside PREFIX */
 	size_t line;
 };
 
+/* "nat add binat DEV inside PREFIX outside PREFIX" (cli/binat.c) */
+struct conf_binat {
+	struct xdpr_binat_rule r; /* ifname, in_net, out_net, plen */
+	size_t line;
+};
+
 struct conf {
 	int nlink;
 	struct conf_link link[XDPR_MAX_IFACES];
@@ -41,6 +47,8 @@ struct conf {
 	struct conf_nat nat[XDPR_NAT_MAX_RULES];
 	int nnpt;
 	struct conf_npt npt[XDPR_NPT_MAX];
+	int nbinat;
+	struct conf_binat binat[XDPR_BINAT_MAX];
 	size_t nroute, route_cap;
 	struct xdpr_route_spec *route;
 	size_t *route_line;
@@ -93,6 +101,13 @@ void conf_print(FILE *f, const struct conf *c);
 int conf_apply(struct xdpr *x, const struct conf *want, struct conf_diff *d, char *err, size_t len);
 
 /* xdpr save, xdpr restore */
+/* 1:1 NAT lines (cli/binat.c): parse one, read the router's, print, apply (deletions, then additions). */
+int conf_add_binat(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len);
+int conf_read_binat(struct xdpr *x, struct conf *c);
+void conf_print_binat(FILE *f, const struct conf *c);
+int conf_change_binat(struct xdpr *x, const struct conf *want, const struct conf *have, bool add,
+		      struct conf_diff *d, char *err, size_t len);
+
 int do_save(int argc, char **argv);
 int do_restore(int argc, char **argv);
 

@@ -21,6 +21,8 @@ static void nat_usage(void)
 		"       xdpr nat del in DEV [proto {tcp|udp}] [addr ADDR] dport P[-P]\n"
 		"       xdpr nat add npt DEV inside PREFIX outside PREFIX   (NPTv6, DEV the outside interface)\n"
 		"       xdpr nat del npt DEV [inside PREFIX]\n"
+		"       xdpr nat add binat DEV inside PREFIX outside PREFIX   (1:1, same length)\n"
+		"       xdpr nat del binat DEV [inside PREFIX]\n"
 		"       xdpr nat show\n"
 		"       xdpr nat sessions [src ADDR] [proto {tcp|udp|icmp}]\n"
 		"       xdpr nat flush [sessions]\n"
@@ -411,6 +413,7 @@ counters:
 	}
 	if ((nh = print_npt_rules(x, counters_only))) /* NPTv6 rules (cli/npt.c) */
 		return free(held), nh;
+	print_binat_rules(x); /* 1:1 NAT rules (cli/binat.c); none on an older router */
 	out_arr_close();
 	free(held);
 	return 0;
@@ -719,6 +722,9 @@ done:
 
 int do_nat(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "binat") &&
+	    (!strcmp(argv[0], "add") || !strcmp(argv[0], "del") || !strcmp(argv[0], "delete")))
+		return do_binat(argv[0], argc - 2, argv + 2); /* 1:1 NAT: cli/binat.c */
 	if (argc < 1 || !strcmp(argv[0], "show") || !strcmp(argv[0], "list"))
 		return nat_show(argc ? argc - 1 : 0, argv + (argc ? 1 : 0));
 	if (!strcmp(argv[0], "add") && argc > 1 && !strcmp(argv[1], "in"))

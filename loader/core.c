@@ -47,6 +47,8 @@ const char *const map_names[XM_MAX] = {
 	[XM_FLT_FRAGS] = XDPR_MAP_FRAGS,   [XM_VLANS] = XDPR_MAP_VLANS,
 	[XM_VLAN_CFG] = XDPR_MAP_VLAN_CFG, [XM_FWD] = XDPR_MAP_FWD,
 	[XM_NPT] = XDPR_MAP_NPT,           [XM_NPT_STATS] = XDPR_MAP_NPT_STATS,
+	[XM_BINAT] = XDPR_MAP_BINAT,       [XM_BINAT_IN] = XDPR_MAP_BINAT_IN,
+	[XM_BINAT_OUT] = XDPR_MAP_BINAT_OUT, [XM_BINAT_ST] = XDPR_MAP_BINAT_ST,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 	[XM_SLOTS] = "xdpr_slot_names",
 };

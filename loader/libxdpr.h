@@ -87,6 +87,7 @@ enum xdpr_map {
 	XM_FLT_WORD, XM_FLT_DESC, XM_FLT_VAL, XM_FLT_RULE, XM_FLT_LPM4, XM_FLT_LPM6, XM_FLT_IF,
 	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS, XM_VLANS, XM_VLAN_CFG, XM_FWD,
 	XM_NPT, XM_NPT_STATS,
+	XM_BINAT, XM_BINAT_IN, XM_BINAT_OUT, XM_BINAT_ST,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
 };
@@ -591,5 +592,28 @@ int xdpr_npt_add(struct xdpr *x, const char *dev, const struct xdpr_npt_rule *r)
 int xdpr_npt_del(struct xdpr *x, const char *dev, const __u8 *inside, unsigned int plen);
 /* The live rules, in index order: how many, or -errno. */
 int xdpr_npt_list(struct xdpr *x, struct xdpr_npt_info *out, int max);
+/* ---- 1:1 NAT (IPv4 binat / netmap, loader/binat.c) ---- */
+struct xdpr_binat_info {
+	struct xdpr_binat_rule r;              /* r.ifname: its interface by name */
+	bool gone;                             /* that interface is not attached (its inside
+	                                          sources are dropped: drop_nat_if_gone) */
+	__u64 ev[XDPR_BE_MAX];                 /* enum xdpr_binat_event, summed over CPUs */
+	__u64 cpu_ev[XDPR_MAX_CPUS][XDPR_BE_MAX];
+};
+/*
+ * Inside in_net/plen appears as out_net/plen on DEV (attached), both
+ * directions.  Refused (-EINVAL, -EEXIST, -EADDRINUSE with x->err): host
+ * bits, /0, addresses never used as a source, an outside prefix holding an
+ * address of the router or overlapping another 1:1 rule's or a pool rule's
+ * addresses, an inside prefix overlapping another 1:1 rule of DEV.
+ */
+int xdpr_binat_add(struct xdpr *x, const char *dev, __be32 in_net, __be32 out_net, __u32 plen);
+/* DEV's rule for that inside prefix, or (plen < 0) every rule of DEV. */
+int xdpr_binat_del(struct xdpr *x, const char *dev, __be32 in_net, int plen);
+/* Rules in id order with their counters; how many, or -errno. */
+int xdpr_binat_list(struct xdpr *x, struct xdpr_binat_info *out, int max);
+const char *xdpr_binat_event_name(int event);
+/* Does a 1:1 rule name this interface (ifindex)?  Attach keeps its flag. */
+bool xdpr_binat_names(struct xdpr *x, __u32 ifindex);
 
 #endif /* LIBXDPR_H */

@@ -727,6 +727,8 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 		/* rules waiting for this name: nothing inside leaves it until they are bound */
 		if (x->fd[XM_RULES] >= 0 && xdpr_nat_waits_for(x, ifnames[i]))
 			pd[i].cfg.flags |= XDPR_IF_NAT_PENDING;
+		if (xdpr_binat_names(x, pd[i].ifindex)) /* attached again: its 1:1 rules apply */
+			pd[i].cfg.flags |= XDPR_IF_BINAT;
 		snprintf(info->dev[i].name, sizeof(info->dev[i].name), "%s", ifnames[i]);
 		info->dev[i].replaced_foreign = pd[i].nforeign > 0;
 	}
@@ -869,6 +871,14 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 		}
 		nat_rules += l->cfg.nrules;
 	}
+	/* ---- 1:1 NAT rules (loader/binat.c): the same ---- */
+	for (int i = 0; i < cnt && !(flags & (XDPR_F_KEEP_RULES | XDPR_F_FORCE)); i++)
+		if (xdpr_binat_names(x, todo[i]->ifindex)) {
+			seterr(x, "\"%s\" has 1:1 NAT rules: without xdpr its traffic would leave untranslated; "
+				  "delete them first (xdpr nat del binat %s) or use \"force\"",
+			       todo[i]->name, todo[i]->name);
+			return -EBUSY;
+		}
 
 	/*
 	 * All or nothing: every interface off, or none.  The programs are held
@@ -920,6 +930,9 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 			    !rule.pending && rule.ifindex == todo[i]->ifindex)
 				err = xdpr_nat_fwd_del(x, todo[i]->name, &rule);
 		}
+	for (int i = 0; i < cnt && (flags & XDPR_F_FORCE) && !(flags & XDPR_F_KEEP_RULES) && !err; i++)
+		if (xdpr_binat_names(x, todo[i]->ifindex)) /* 1:1 NAT: forced off, its rules go */
+			err = xdpr_binat_del(x, todo[i]->name, 0, -1);
 	for (int i = 0; i < cnt && x->fd[XM_IFACES] >= 0; i++) {
 		if (todo[i]->parent) { /* its VID entry before its settings */
 			if (todo[i]->has_cfg)

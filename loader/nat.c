@@ -213,6 +213,25 @@ static int check_pool(struct xdpr *x, const struct xdpr_nat_rule *r)
 		       ip4_str(bad, a), bad == 0xffffffffu ? "the limited broadcast address" : no_source[i].what);
 		return -EINVAL;
 	}
+	/* ---- 1:1 NAT (loader/binat.c): an outside address has one owner ---- */
+	for (__u32 id = 1; x->fd[XM_BINAT] >= 0 && id < XDPR_BINAT_MAX; id++) {
+		struct xdpr_binat_rule b;
+		char pb[24];
+		__u64 blo, bhi;
+
+		if (bpf_map_lookup_elem(x->fd[XM_BINAT], &id, &b) || !b.ifindex)
+			continue;
+		blo = ntohl(b.out_net);
+		bhi = blo | (b.plen >= 32 ? 0 : 0xffffffffu >> b.plen);
+		if (lo > bhi || hi < blo)
+			continue;
+		fmt_pool(r, pool, sizeof(pool));
+		fmt_prefix(b.out_net, b.mask, pb, sizeof(pb));
+		seterr(x, "cannot translate to \"%s\": it overlaps the outside prefix %s of 1:1 rule %u (out %.16s)",
+		       pool, pb, id, b.ifname);
+		return -EADDRINUSE;
+	}
+	/* ---- end 1:1 NAT ---- */
 	return 0;
 }
 
