@@ -54,10 +54,6 @@ fails_like() {
 	fi
 }
 
-# fwd_rules: the forwards of `-j nat show` without counters, compact.
-fwd_rules() {
-	json_of '[.[] | select(.action == "forward") | del(.counters, .held)]' xdpr -j nat show
-}
 
 # fwd_id PORT_MIN: id of the forward on r1 whose outside range starts there.
 fwd_id() {
