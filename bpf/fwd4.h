@@ -21,6 +21,7 @@
 #include "route.h"
 #include "nat.h"
 #include "hairpin.h"
+#include "nat_fwd.h"
 #include "icmp.h"
 #include "filter.h"
 #include "reject.h"
@@ -116,15 +117,20 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 	out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
 	if (!out)
 		return nat_if_gone(p->iph->saddr, 0) ? XDPR_DROP_NAT_IF_GONE : STEP_NEXT;
-	if (!out->nrules) /* rules waiting for it are not bound yet: nothing inside leaves */
-		return (out->flags & XDPR_IF_NAT_PENDING) && nat_if_gone(p->iph->saddr, egress) ?
-		       XDPR_DROP_NAT_IF_GONE : STEP_NEXT;
+	if (!out->nrules) { /* rules waiting for it are not bound yet: nothing inside leaves */
+		if ((out->flags & XDPR_IF_NAT_PENDING) && nat_if_gone(p->iph->saddr, egress))
+			return XDPR_DROP_NAT_IF_GONE;
+		if (!(out->flags & XDPR_IF_FWD))
+			return STEP_NEXT; /* else a forward's inside host may be replying */
+	}
 	if (p->iph->ttl <= 1)
 		return XDPR_PASS_TTL;
 	pkt4_to_io(p, sizeof(struct ethhdr), io);
 	pkt4_io_rules(io, out);
 	saddr = p->iph->saddr;
 	step = nat4_snat(ctx, io, flags & BPF_FIB_LOOKUP_SRC ? fib->ipv4_src : 0, now);
+	if (step == STEP_NAT_NORULE)
+		step = nat4_fwd_reply(ctx, io, now);
 	if (p->iph->saddr != saddr)
 		io->filtered = 1; /* translated: its NAT session is its state */
 	if (step == STEP_NAT_CREATE && io->flt) {
@@ -195,6 +201,37 @@ static __always_inline int ip4_reversed_fail(struct xdp_md *ctx, struct bpf_fib_
 	if (fibrc == BPF_FIB_LKUP_RET_NO_NEIGH)
 		return XDPR_DROP_NAT_IN_NO_NEIGH;
 	return XDPR_DROP_NAT_IN_NO_ROUTE;
+}
+
+/*
+ * A port forward's new flow, translated to its inside host and routed
+ * there: the filter judges it as an nft forward chain would after dnat
+ * (inside addresses), then it gets its session.  Without a neighbour for
+ * the inside host the kernel forwards it, translated (it resolves the
+ * neighbour; the session takes the next packets).  Routed there (FIB
+ * success or no neighbour) only.  Returns STEP_NEXT to go on, or the exit.
+ */
+static __always_inline int ip4_fwd_new(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct pkt4 *p,
+				       struct pkt4_io *io)
+{
+	int step;
+
+	io->filtered = 1; /* from here on its session is its state */
+	if (io->flt) {
+		pkt4_to_io(p, sizeof(struct ethhdr), io);
+		step = filter4(ctx, io, fib->ifindex, 1);
+		if (step == STEP_FLT_REJECT) {
+			/* answered as the packet arrived, from the outside address */
+			nat4_rewrite(p, XDPR_CT_IN, io->orig_daddr, io->orig_dport);
+			return reject_exit(reject4(ctx));
+		}
+		if (step >= 0)
+			return step;
+	}
+	step = nat4_fwd_create(ctx);
+	if (step >= 0)
+		return step;
+	return io->fib_rc == BPF_FIB_LKUP_RET_NO_NEIGH ? XDPR_PASS_FIB_NO_NEIGH : STEP_NEXT;
 }
 
 /*
@@ -272,13 +309,17 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 	io.now = 0;
 	io.routed = 0;
 	io.nat = cfg && (cfg->flags & XDPR_CFG_NAT);
+	io.fwd_new = 0;
 	if (io.nat) {
 		io.now = bpf_ktime_get_coarse_ns();
-		if (in->nrules) {
+		io.fwd_if = (in->flags & XDPR_IF_FWD) ? in_ifindex(ctx) : 0;
+		if (in->nrules || io.fwd_if) {
 			pkt4_to_io(&p, sizeof(*eth), &io);
 			step = nat4_reverse(ctx, &io, io.now);
 			if (step == STEP_NAT_CREATE)
 				step = nat4_create(ctx, &io);
+			if (step == STEP_NEXT)
+				step = nat4_fwd_in(ctx, &io);
 			pkt4_from_io(&p, &io);
 			if (step == XDPR_TX_ICMP_TTL)
 				return icmp4_send(ctx, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0, XDPR_TX_ICMP_TTL);
@@ -292,7 +333,7 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 	} else if (p.frag && !io.flt) {
 		return XDPR_PASS_IP4_FRAG;
 	}
-	if (p.reversed)
+	if (p.reversed && !io.fwd_new)
 		io.filtered = 1; /* its NAT session is its state */
 
 	io.fib_dst = iph->daddr;
@@ -310,8 +351,14 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 	if (!io.routed)
 		io.fib_rc = ip4_fib(ctx, fib, &p, io.fib_flags, io.tot_len, io.fib_dst, io.fib_if);
 	if (p.reversed) {
-		if (io.fib_rc != BPF_FIB_LKUP_RET_SUCCESS)
+		if (io.fib_rc != BPF_FIB_LKUP_RET_SUCCESS &&
+		    !(io.fwd_new && io.fib_rc == BPF_FIB_LKUP_RET_NO_NEIGH))
 			return ip4_reversed_fail(ctx, fib, &p, &io, io.fib_rc);
+		if (io.fwd_new) {
+			step = ip4_fwd_new(ctx, fib, &p, &io);
+			if (step >= 0)
+				return step;
+		}
 	} else if (io.nat) {
 		if (io.fib_rc == BPF_FIB_LKUP_RET_NOT_FWDED && !in->nrules && !io.routed) {
 			/* an inside host addressing a NAT binding of the router */
@@ -325,6 +372,8 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 				__be32 saddr = iph->saddr;
 
 				r2 = nat4_snat(ctx, &io, io.hp_addr, io.now);
+				if (r2 == STEP_NAT_NORULE)
+					r2 = nat4_fwd_reply(ctx, &io, io.now);
 				if (r2 == STEP_NAT_CREATE)
 					r2 = nat4_create(ctx, &io);
 				pkt4_from_io(&p, &io);
@@ -335,6 +384,13 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 					r2 = nat4_reverse(ctx, &io, io.now);
 					if (r2 == STEP_NAT_CREATE)
 						r2 = nat4_create(ctx, &io);
+					if (r2 == STEP_NEXT)
+						r2 = nat4_fwd_in(ctx, &io);
+					if (r2 == STEP_NEXT && io.fwd_new) {
+						/* reflection: not filtered, as any hairpin */
+						io.fwd_new = 0;
+						r2 = nat4_fwd_create(ctx);
+					}
 					pkt4_from_io(&p, &io);
 					if (r2 >= 0)
 						return r2 == XDPR_TX_ICMP_TTL ? XDPR_PASS_TTL : r2;

@@ -4,7 +4,11 @@
  * FIB calls the destination local): the packet is translated as if it left
  * through the binding's interface (source) and then arrived there
  * (destination), RFC 4787 REQ-9.  This step only decides; the packet path
- * runs the two NAT steps (nat4_snat, nat4_reverse) itself.
+ * runs the two NAT steps (nat4_snat, nat4_reverse) itself.  A port forward
+ * of the router is reflected the same way (pf's reflection): the inside
+ * host's source is translated by its source NAT rule on the forward's
+ * interface, then the forward takes the packet to its inside host, whose
+ * replies come back to the router and hairpin through the client's binding.
  */
 #ifndef XDPR_HAIRPIN_H
 #define XDPR_HAIRPIN_H
@@ -32,8 +36,25 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 	bk.out_port = p->dport;
 	bk.proto = p->proto;
 	b = nat_lookup(&xdpr_nat_bind, &bk);
-	if (!b)
-		return STEP_NEXT;
+	if (!b) {
+		struct xdpr_fwd *f = bpf_map_lookup_elem(&xdpr_nat_fwd, &bk);
+
+		if (!f)
+			return STEP_NEXT;
+		rid = f->rule;
+		r = bpf_map_lookup_elem(&xdpr_nat_rules, &rid);
+		if (!r || !(r->flags & XDPR_NAT_FWD) || r->pending || (r->flags & XDPR_NAT_RETIRED))
+			return STEP_NEXT;
+		ifindex = r->ifindex;
+		out = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
+		if (!out)
+			return STEP_NEXT;
+		pkt4_io_rules(io, out);
+		io->fwd_if = ifindex; /* the forward applies as if it arrived there */
+		io->hp_addr = bk.out_addr;
+		io->hp_rule = rid;
+		return STEP_HAIRPIN;
+	}
 	rid = b->rule;
 	r = bpf_map_lookup_elem(&xdpr_nat_rules, &rid);
 	if (!r)
@@ -50,9 +71,15 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 	if (!(r->flags & XDPR_NAT_EIF)) {
 		struct xdpr_eim_key ek = { .in_addr = p->iph->saddr, .in_port = p->sport,
 					   .proto = p->proto, .rule = rid };
-		struct xdpr_eim_val *e = nat_lookup(&xdpr_nat_eim, &ek);
+		struct xdpr_eim_val *e;
 		struct xdpr_ct_key ik = {};
 
+		/* a session of this very flow (a reflected forward's server replying): allowed */
+		nat4_key(p, XDPR_CT_OUT, &ik);
+		if (nat_lookup(&xdpr_nat_ct, &ik))
+			goto allowed;
+		__builtin_memset(&ik, 0, sizeof(ik));
+		e = nat_lookup(&xdpr_nat_eim, &ek);
 		if (e) {
 			ik.saddr = e->out_addr;
 			ik.daddr = bk.out_addr;
@@ -66,7 +93,9 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 			return XDPR_PASS_NAT_FILTERED;
 		}
 	}
+allowed:
 	pkt4_io_rules(io, out);
+	io->fwd_if = 0;
 	io->hp_addr = bk.out_addr; /* the masquerade address the FIB would give */
 	io->hp_rule = rid;
 	return STEP_HAIRPIN;

@@ -298,6 +298,15 @@ struct {
 	__type(value, __u64);
 } xdpr_nat_ringhd SEC(".maps");
 
+/* Port forwards: outside address/port/protocol -> inside endpoint (xdpr_shared.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XDPR_FWD_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct xdpr_bind_key);
+	__type(value, struct xdpr_fwd);
+} xdpr_nat_fwd SEC(".maps");
+
 /* Allocator state per CPU, per rule and protocol (see nat_bind.h). */
 struct nat_cursor {
 	__u32 next;            /* where the next search starts */

@@ -186,8 +186,9 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
  * the rule for its source, then the session (or creates it), and rewrites
  * the source.  fib_src is the masquerade address the FIB gave
  * (0 if none).  Returns STEP_NEXT to go on, STEP_NAT_CREATE (the request for a new
- * session is in the scratch: nat4_create), or an xdpr_reason (drops are
- * counted per rule too).
+ * session is in the scratch: nat4_create), STEP_NAT_NORULE (no rule covers
+ * the source and the interface has port forwards: nat4_fwd_reply), or an
+ * xdpr_reason (drops are counted per rule too).
  */
 __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src, __u64 now)
 {
@@ -215,14 +216,14 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src,
 			break;
 		id = io->out_rules[i];
 		r = bpf_map_lookup_elem(&xdpr_nat_rules, &id);
-		if (r && r->ifindex && (saddr & r->src_mask) == r->src_net) {
+		if (r && r->ifindex && !(r->flags & XDPR_NAT_FWD) && (saddr & r->src_mask) == r->src_net) {
 			rid = id;
 			break;
 		}
 		r = NULL;
 	}
-	if (!r)
-		return STEP_NEXT; /* not an inside source of this interface */
+	if (!r) /* not an inside source of this interface; perhaps a forward's inside host */
+		return io->out_fwd ? STEP_NAT_NORULE : STEP_NEXT;
 
 	if (r->flags & XDPR_NAT_MASQ)
 		out_addr = (cfg->flags & XDPR_CFG_FIB_SRC) ? fib_src : r->masq_addr;
@@ -257,7 +258,8 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src,
 		int dead = 0;
 
 		q->out = *v;
-		if (q->out.xaddr != out_addr && (r->flags & XDPR_NAT_MASQ)) {
+		/* a port forward's session (another rule) keeps the forward's address */
+		if (q->out.xaddr != out_addr && (r->flags & XDPR_NAT_MASQ) && q->out.bind_gen) {
 			nat_count(rid, XDPR_NE_ADDR_CHANGED); /* interface address moved */
 			dead = 1;
 		} else if (now - q->out.last_seen > nat_timeout(cfg, q->key.proto, q->out.state | bits)) {
@@ -275,7 +277,7 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src,
 		if (!dead) {
 			nat_touch(cfg, &q->key, v, bits, reopen, now);
 			nat4_xlate(p, XDPR_CT_OUT, q->out.xaddr, q->out.xport);
-			nat_count(rid, XDPR_NE_XLATE_OUT);
+			nat_count(q->out.bind_gen ? rid : q->out.rule, XDPR_NE_XLATE_OUT);
 			pkt4_back(p, io);
 			return STEP_NEXT;
 		}
@@ -367,7 +369,8 @@ __noinline int nat_if_gone(__be32 saddr, __u32 egress)
 		__u32 key = id, ifindex;
 		struct xdpr_nat_rule *r = bpf_map_lookup_elem(&xdpr_nat_rules, &key);
 
-		if (!r || !r->ifindex || (r->flags & XDPR_NAT_RETIRED) || (saddr & r->src_mask) != r->src_net)
+		if (!r || !r->ifindex || (r->flags & (XDPR_NAT_RETIRED | XDPR_NAT_FWD)) ||
+		    (saddr & r->src_mask) != r->src_net)
 			continue;
 		ifindex = r->ifindex;
 		if ((egress && ifindex == egress) || !bpf_map_lookup_elem(&xdpr_tx_ports, &ifindex))

@@ -79,6 +79,10 @@ static __always_inline __be32 nat_pool_addr(const struct xdpr_nat_rule *r, __be3
 	return bpf_htonl(bpf_ntohl(r->pool_first) + h % r->pool_count);
 }
 
+/* nat_req.from_in: how an inbound packet opens a session. */
+#define NAT_FROM_EIF 1 /* to a binding whose rule filters endpoint-independently */
+#define NAT_FROM_FWD 2 /* to a port forward (nat_fwd.h): no binding, no host count */
+
 /* One session to create (outbound key) and what it turned into. */
 struct nat_req {
 	struct xdpr_ct_key key;
@@ -91,7 +95,7 @@ struct nat_req {
 	__be16 port;               /* outside port (network order) */
 	__u8 rule_id;
 	__u8 state;
-	__u8 from_in;              /* opened by an inbound packet (endpoint-independent filtering) */
+	__u8 from_in;              /* opened by an inbound packet: NAT_FROM_EIF, NAT_FROM_FWD */
 	__u8 rescan;               /* ports were just freed: search even an "exhausted" range */
 	__u8 pad[2];
 	struct xdpr_ct_val out;    /* the outbound half created (or adopted) */

@@ -338,7 +338,10 @@ static long alloc_cb(__u32 i, struct alloc_ctx *c)
 			return 1;
 		port = a->min + (a->start + i - 1) % a->range;
 	}
-	if (port_shadowed(c->ctx, &sc->q, bpf_htons(port))) {
+	/* a port forward's port, or one a socket of the router holds: never a mapping's */
+	sc->bkey.out_port = bpf_htons(port);
+	if (bpf_map_lookup_elem(&xdpr_nat_fwd, &sc->bkey) ||
+	    port_shadowed(c->ctx, &sc->q, bpf_htons(port))) {
 		a->shadowed++;
 		return 0;
 	}

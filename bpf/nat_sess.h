@@ -164,12 +164,18 @@ static __always_inline __u32 host_count(__be32 addr)
 	return h ? h->nsess & ~XDPR_HOST_DYING : 0;
 }
 
-/* Give back what a session held: binding reference, host count. */
+/*
+ * Give back what a session held: binding reference, host count.  A port
+ * forward's session (gen 0; bindings never have generation 0) held neither.
+ */
 static __always_inline void nat_release(__be32 in_addr, __be32 out_addr, __be16 out_port, __u8 proto,
 					__u32 gen, __u64 now)
 {
-	struct xdpr_bind *b = bind_lookup(out_addr, out_port, proto);
+	struct xdpr_bind *b;
 
+	if (!gen)
+		return;
+	b = bind_lookup(out_addr, out_port, proto);
 	if (b)
 		bind_put(b, gen, now);
 	host_put(in_addr);
@@ -675,6 +681,8 @@ static __always_inline int nat_create(struct xdp_md *ctx)
 	if (nat_frozen())
 		return XDPR_NE_RESIZING; /* the copy would miss it */
 	q = &sc->q;
+	if (q->from_in == NAT_FROM_FWD)
+		goto insert; /* the forward owns the port (q->port, q->gen 0); no host count */
 	ev = host_get(q->key.saddr, q->cfg.host_limit);
 	if ((ev == XDPR_NE_HOST_LIMIT || ev == XDPR_NE_TABLE_FULL) && nat_pressure_sweep(q->now))
 		ev = host_get(q->key.saddr, q->cfg.host_limit);
@@ -690,6 +698,7 @@ static __always_inline int nat_create(struct xdp_md *ctx)
 		host_put(q->key.saddr);
 		return ev;
 	}
+insert:
 	for (int tries = 0; tries < 2; tries++) {
 		ev = nat_insert();
 		if (ev != XDPR_NE_TABLE_FULL || tries || !nat_evict())

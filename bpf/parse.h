@@ -136,7 +136,7 @@ struct pkt4_io {
 	__u8 out_rules[XDPR_NAT_IF_RULES]; /* copied by whoever looked it up */
 	__u8 filtered;     /* the filter has judged this packet (or its NAT session stands for it) */
 	__u8 flt;          /* the filter is on (XDPR_CFG_FILTER) */
-	__u8 pad;
+	__u8 out_fwd;      /* the egress interface has port forwards (XDPR_IF_FWD) */
 	__be32 hp_addr;    /* hairpin: the binding's address and rule */
 	__u32 hp_rule;
 	/*
@@ -152,6 +152,9 @@ struct pkt4_io {
 	__u16 tot_len;     /* the IPv4 total length */
 	__u8 nat;          /* NAT is on (XDPR_CFG_NAT) */
 	__u8 routed;       /* a route map "via" route gave the next hop (fib_*), not the kernel FIB */
+	__u32 fwd_if;      /* port forwards of this interface apply to the packet (0: none) */
+	__u8 fwd_new;      /* a forward's new flow: translated, its session not made yet */
+	__u8 pad2[3];
 };
 
 /* The offsets of p, whose IPv4 header starts l3 bytes into the frame. */
@@ -172,6 +175,7 @@ static __always_inline void pkt4_to_io(const struct pkt4 *p, __u16 l3, struct pk
 static __always_inline void pkt4_io_rules(struct pkt4_io *io, const struct xdpr_iface *out)
 {
 	io->out_nrules = out->nrules;
+	io->out_fwd = !!(out->flags & XDPR_IF_FWD);
 	__builtin_memcpy(io->out_rules, out->rules, sizeof(io->out_rules));
 }
 

@@ -15,6 +15,8 @@ enum xdpr_step {
 	STEP_NAT_CREATE = -4, /* a NAT step's request for a session is ready: nat4_create */
 	STEP_FLT_REJECT = -5, /* the filter: a reject rule matched, answer the packet */
 	STEP_FILTER     = -6, /* fwd_ip6: the filter's view is ready, run the filter */
+	STEP_NAT_FWD    = -7, /* nat4_fwd_lookup: a port forward's new flow (request in the scratch) */
+	STEP_NAT_NORULE = -8, /* nat4_snat: no rule covers the source (a forward's reply may: nat4_fwd_reply) */
 };
 
 #endif /* XDPR_STEP_H */

@@ -31,6 +31,10 @@ enum xdpr_iface_flags {
 	XDPR_IF_RXVLAN_OFF = 1 << 4, /* port: xdpr turned its receive VLAN offload off (a
 	                                tag stripped in hardware would hide the VLAN);
 	                                detach turns it on again */
+	XDPR_IF_FWD     = 1 << 5, /* port forwards arrive here (an applied forward rule names
+	                             it): its inbound packets look for them, and the replies
+	                             of their sessions are translated on the way out even
+	                             where no source NAT rule covers the inside host */
 };
 
 /* Source NAT rules an outside interface can carry. */
@@ -201,6 +205,7 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_MAP_FRAGS    "xdpr_flt_frags"
 #define XDPR_MAP_VLANS    "xdpr_vlans"
 #define XDPR_MAP_VLAN_CFG "xdpr_vlan_cfg"
+#define XDPR_MAP_FWD      "xdpr_nat_fwd"
 #define XDPR_PROG_FLT_GC  "xdpr_flt_gc"
 
 /* ---- source NAT (IPv4) ---- */
@@ -222,6 +227,7 @@ enum xdpr_nat_rule_flags {
 	XDPR_NAT_EIF  = 1 << 1, /* endpoint-independent filtering (default: APDF)     */
 	XDPR_NAT_RETIRED = 1 << 2, /* replaced: matches no new packet, its sessions live on
 	                              until they end or the interface's rule is deleted */
+	XDPR_NAT_FWD  = 1 << 3, /* a port forward (`nat add in`): inbound, see struct xdpr_fwd */
 };
 
 /* A waiting rule's ifindex when its interface was never attached: no device has it. */
@@ -230,12 +236,22 @@ enum xdpr_nat_rule_flags {
 struct xdpr_nat_rule {
 	__u32 ifindex;      /* outside interface; 0 = unused slot, XDPR_NAT_IF_NONE: waiting */
 	__u32 flags;        /* enum xdpr_nat_rule_flags */
-	__be32 src_net;     /* inside sources translated by this rule */
-	__be32 src_mask;
-	__be32 pool_first;  /* pool rules: first outside address */
+	union {
+		struct {
+			__be32 src_net;  /* inside sources translated by this rule */
+			__be32 src_mask;
+		};
+		struct {                 /* XDPR_NAT_FWD: the inside host and its ports */
+			__be32 fwd_to;
+			__u16 fwd_port;  /* first inside port, host order (0: the outside ones) */
+			__u8 fwd_proto;  /* IPPROTO_TCP, IPPROTO_UDP, or 0: both */
+			__u8 fwd_one;    /* every outside port to fwd_port (range to one port) */
+		};
+	};
+	__be32 pool_first;  /* pool rules: first outside address; forwards: the outside address */
 	__u32 pool_count;   /* pool rules: number of addresses */
 	__be32 masq_addr;   /* masquerade without BPF_FIB_LOOKUP_SRC: address kept by the CLI */
-	__u16 port_min;     /* outside port (ICMP id) range, host order */
+	__u16 port_min;     /* outside port (ICMP id) range, host order; forwards: the forwarded ones */
 	__u16 port_max;
 	char ifname[16];    /* outside interface by name (IFNAMSIZ): the rule follows it when the
 	                       interface is deleted and re-created (new ifindex) */
@@ -364,6 +380,25 @@ struct xdpr_host {
 };
 
 #define XDPR_HOST_DYING 0x80000000U
+
+/*
+ * Port forwards (`nat add in`): xdpr_nat_fwd, hash, one entry per outside
+ * address, port and protocol a forward claims (key struct xdpr_bind_key,
+ * as a binding's), to the inside endpoint and the forward's rule.  Live
+ * only while that rule is an applied forward of the arrival interface
+ * (XDPR_NAT_FWD, no change pending): the rule slot is the commit point.
+ * The allocator never hands out a port that has an entry here.  A
+ * forward's sessions are created by inbound packets and hold no binding
+ * and no host count (bind_gen 0).
+ */
+#define XDPR_FWD_MAX 131072
+
+struct xdpr_fwd {
+	__be32 in_addr;
+	__be16 in_port;
+	__u8 rule;
+	__u8 pad;
+};
 
 /* NAT events, counted per CPU per rule in xdpr_nat_stats[rule * XDPR_NE_MAX + event]. */
 enum xdpr_nat_event {
@@ -719,6 +754,7 @@ _Static_assert(sizeof(struct xdpr_ct_key) == 16, "xdpr_ct_key layout");
 _Static_assert(sizeof(struct xdpr_ct_val) == 32, "xdpr_ct_val layout");
 _Static_assert(sizeof(struct xdpr_bind_key) == 8, "xdpr_bind_key layout");
 _Static_assert(sizeof(struct xdpr_bind) == 32, "xdpr_bind layout");
+_Static_assert(sizeof(struct xdpr_fwd) == 8, "xdpr_fwd layout");
 _Static_assert(sizeof(struct xdpr_eim_key) == 8, "xdpr_eim_key layout");
 _Static_assert(sizeof(struct xdpr_eim_val) == 16, "xdpr_eim_val layout");
 _Static_assert(sizeof(struct xdpr_gc_cmd) == 32, "xdpr_gc_cmd layout");

@@ -75,6 +75,8 @@ struct nat_rule_args {
 
 int parse_prefix4(const char *s, __be32 *net, __be32 *mask, char *err, size_t len);
 int parse_nat_rule(int argc, char **argv, struct nat_rule_args *a, char *err, size_t len);
+/* "in DEV [proto tcp|udp] [addr ADDR] dport P[-P] to ADDR[:P[-P]]"; del: without "to" */
+int parse_nat_fwd(int argc, char **argv, struct nat_rule_args *a, bool del, char *err, size_t len);
 int parse_knobs(const char *cmd, int argc, char **argv, struct xdpr_cfg *c, char *err, size_t len);
 
 int do_link(int argc, char **argv);

@@ -5,7 +5,7 @@
  * A file holds the commands that build the state, one a line:
  *
  *   link attach DEV... [mode {native|skb}] [force]
- *   nat limit ... | nat timeout ... | nat add out DEV ...
+ *   nat limit ... | nat timeout ... | nat add out DEV ... | nat add in DEV ...
  *   route add PREFIX ...
  *   set add NAME PREFIX...
  *   filter policy {accept|drop} | filter add RULE
@@ -20,6 +20,7 @@
  * refuses one.
  */
 #include <errno.h>
+#include <ifaddrs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -176,15 +177,29 @@ static int add_knobs(struct conf *c, const char *cmd, int argc, char **argv, siz
 	return 0;
 }
 
+/* Two forwards on one address whose protocols and ports meet. */
+static bool fwd_overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
+{
+	return a->pool_first == b->pool_first && (!a->fwd_proto || !b->fwd_proto || a->fwd_proto == b->fwd_proto) &&
+	       a->port_min <= b->port_max && b->port_min <= a->port_max;
+}
+
 static int add_nat(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
 {
+	bool fwd = argc > 0 && !strcmp(argv[0], "in");
 	struct nat_rule_args a;
 	struct conf_nat *n;
 
-	if (parse_nat_rule(argc, argv, &a, err, len))
+	if (fwd ? parse_nat_fwd(argc, argv, &a, false, err, len) : parse_nat_rule(argc, argv, &a, err, len))
 		return EXIT_USAGE;
 	for (int k = 0; k < c->nnat; k++)
-		if (!strcmp(c->nat[k].dev, a.dev) && c->nat[k].r.src_net == a.r.src_net &&
+		if (fwd && (c->nat[k].r.flags & XDPR_NAT_FWD) && !strcmp(c->nat[k].dev, a.dev) &&
+		    fwd_overlap(&c->nat[k].r, &a.r))
+			return snprintf(err, len, "a forward of these ports on in %s is already on line %zu",
+					a.dev, c->nat[k].line), EXIT_USAGE;
+	for (int k = 0; k < c->nnat && !fwd; k++)
+		if (!(c->nat[k].r.flags & XDPR_NAT_FWD) && !strcmp(c->nat[k].dev, a.dev) &&
+		    c->nat[k].r.src_net == a.r.src_net &&
 		    c->nat[k].r.src_mask == a.r.src_mask)
 			return snprintf(err, len, "a rule for out %s with this src is already on line %zu",
 					a.dev, c->nat[k].line), EXIT_USAGE;
@@ -557,6 +572,13 @@ static void print_nat(FILE *f, const struct conf_nat *n)
 	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
 	const struct xdpr_nat_rule *r = &n->r;
 
+	if (r->flags & XDPR_NAT_FWD) {
+		char w[160];
+
+		xdpr_fwd_format(r, w, sizeof(w));
+		fprintf(f, "nat add in %s %s\n", n->dev, w);
+		return;
+	}
 	fprintf(f, "nat add out %s", n->dev);
 	if (r->flags & XDPR_NAT_MASQ) {
 		fprintf(f, " masquerade");
@@ -704,12 +726,35 @@ static const struct conf_link *attached_in(const struct conf *c, const char *nam
 	return l && !l->gone ? l : NULL;
 }
 
+/* A forward's outside address: the one given, else its interface's primary IPv4 address. */
+static __be32 fwd_addr(const struct conf_nat *n)
+{
+	struct ifaddrs *ifa, *i;
+	__be32 a = n->r.pool_first;
+
+	if (a || getifaddrs(&ifa))
+		return a;
+	for (i = ifa; i && !a; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !strcmp(i->ifa_name, n->dev))
+			a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+	freeifaddrs(ifa);
+	return a;
+}
+
 static const struct conf_nat *nat_in(const struct conf *c, const struct conf_nat *n)
 {
-	for (int i = 0; i < c->nnat; i++)
-		if (!strcmp(c->nat[i].dev, n->dev) && c->nat[i].r.src_net == n->r.src_net &&
-		    c->nat[i].r.src_mask == n->r.src_mask)
+	bool fwd = n->r.flags & XDPR_NAT_FWD;
+
+	for (int i = 0; i < c->nnat; i++) {
+		const struct xdpr_nat_rule *r = &c->nat[i].r;
+
+		if (strcmp(c->nat[i].dev, n->dev) || !(r->flags & XDPR_NAT_FWD) != !fwd)
+			continue;
+		if (fwd ? fwd_addr(&c->nat[i]) == fwd_addr(n) && r->fwd_proto == n->r.fwd_proto &&
+			  r->port_min == n->r.port_min && r->port_max == n->r.port_max :
+			  r->src_net == n->r.src_net && r->src_mask == n->r.src_mask)
 			return &c->nat[i];
+	}
 	return NULL;
 }
 
@@ -724,6 +769,9 @@ static bool nat_overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rul
 static bool nat_same(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b)
 {
 	__u32 f = XDPR_NAT_MASQ | XDPR_NAT_EIF;
+
+	if (a->flags & XDPR_NAT_FWD) /* nat_in matched the address, protocol and outside ports */
+		return a->fwd_to == b->fwd_to && a->fwd_port == b->fwd_port && a->fwd_one == b->fwd_one;
 
 	return (a->flags & f) == (b->flags & f) && a->port_min == b->port_min &&
 	       a->port_max == b->port_max && (a->flags & XDPR_NAT_MASQ ||
@@ -939,6 +987,14 @@ static int apply_knobs(struct xdpr *x, const struct conf *want, struct conf_diff
 	return 0;
 }
 
+/* Delete a running rule or forward (of have). */
+static int nat_del_one(struct xdpr *x, const struct conf_nat *n)
+{
+	if (n->r.flags & XDPR_NAT_FWD)
+		return xdpr_nat_fwd_del(x, n->dev, &n->r);
+	return xdpr_nat_del(x, n->dev, n->r.src_net, n->r.src_mask);
+}
+
 /* want onto the router as it is (have): the steps, stopping at the first refused. */
 static int change(struct xdpr *x, const struct conf *want, const struct conf *have,
 		  struct conf_diff *d, char *err, size_t len)
@@ -961,15 +1017,24 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 	for (int i = 0; i < have->nnat; i++) {
 		bool in_way = false;
 
-		if (nat_in(want, &have->nat[i]))
+		const struct conf_nat *h = &have->nat[i];
+		bool fwd = h->r.flags & XDPR_NAT_FWD;
+
+		if (nat_in(want, h))
 			continue;
-		for (int k = 0; k < want->nnat && !in_way; k++)
-			in_way = !strcmp(want->nat[k].dev, have->nat[i].dev) && !nat_in(have, &want->nat[k]) &&
-				 nat_overlap(&want->nat[k].r, &have->nat[i].r);
+		for (int k = 0; k < want->nnat && !in_way; k++) {
+			const struct conf_nat *w = &want->nat[k];
+			struct xdpr_nat_rule wr = w->r;
+
+			wr.pool_first = fwd_addr(w);
+			if (strcmp(w->dev, h->dev) || !(w->r.flags & XDPR_NAT_FWD) != !fwd || nat_in(have, w))
+				continue;
+			in_way = fwd ? fwd_overlap(&wr, &h->r) : nat_overlap(&w->r, &h->r);
+		}
 		if (!in_way)
 			continue;
-		if (xdpr_nat_del(x, have->nat[i].dev, have->nat[i].r.src_net, have->nat[i].r.src_mask))
-			return ERR("nat del out %s: %s", have->nat[i].dev, x->err);
+		if (nat_del_one(x, h))
+			return ERR("nat del %s %s: %s", fwd ? "in" : "out", h->dev, x->err);
 		gone_nat[i] = true;
 		d->nat_deleted++;
 	}
@@ -980,6 +1045,15 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 
 		if (o && nat_same(&o->r, &r))
 			continue;
+		if (r.flags & XDPR_NAT_FWD) {
+			/* a forward changes by going and coming back (its sessions go with it) */
+			if (o && nat_del_one(x, o))
+				return ERR("%sline %zu: %s", want->name, want->nat[i].line, x->err);
+			if (xdpr_nat_fwd_add(x, want->nat[i].dev, &r, !attached))
+				return ERR("%sline %zu: %s", want->name, want->nat[i].line, x->err);
+			*(o ? &d->nat_replaced : &d->nat_added) += 1;
+			continue;
+		}
 		if (!attached) {
 			/*
 			 * Its interface is missing or not attached: a waiting rule, so
@@ -1008,8 +1082,9 @@ static int change(struct xdpr *x, const struct conf *want, const struct conf *ha
 	for (int i = 0; i < have->nnat; i++) {
 		if (gone_nat[i] || nat_in(want, &have->nat[i]))
 			continue;
-		if (xdpr_nat_del(x, have->nat[i].dev, have->nat[i].r.src_net, have->nat[i].r.src_mask))
-			return ERR("nat del out %s: %s", have->nat[i].dev, x->err);
+		if (nat_del_one(x, &have->nat[i]))
+			return ERR("nat del %s %s: %s", have->nat[i].r.flags & XDPR_NAT_FWD ? "in" : "out",
+				   have->nat[i].dev, x->err);
 		d->nat_deleted++;
 	}
 detach:

@@ -16,6 +16,8 @@ static void nat_usage(void)
 		"       xdpr nat add out DEV [src PREFIX] to ADDR[-ADDR] [ports LO-HI] [filter {apdf|eif}]\n"
 		"       xdpr nat replace out DEV ...   (same words as add; matched by DEV and src)\n"
 		"       xdpr nat del out DEV [src PREFIX]\n"
+		"       xdpr nat add in DEV [proto {tcp|udp}] [addr ADDR] dport P[-P] to ADDR[:P[-P]]\n"
+		"       xdpr nat del in DEV [proto {tcp|udp}] [addr ADDR] dport P[-P]\n"
 		"       xdpr nat show\n"
 		"       xdpr nat sessions [src ADDR] [proto {tcp|udp|icmp}]\n"
 		"       xdpr nat flush [sessions]\n"
@@ -130,6 +132,112 @@ static char *ip4(__be32 a, char *buf)
 	return buf;
 }
 
+/* "P" or "P-Q" within 1-65535. */
+static int parse_ports(const char *s, unsigned long *lo, unsigned long *hi)
+{
+	char buf[16], *dash;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	dash = strchr(buf, '-');
+	if (dash)
+		*dash++ = 0;
+	if (parse_uint(buf, 1, 65535, lo) || parse_uint(dash ? dash : buf, 1, 65535, hi) || *hi < *lo)
+		return -1;
+	return 0;
+}
+
+int parse_nat_fwd(int argc, char **argv, struct nat_rule_args *a, bool del, char *err, size_t len)
+{
+	unsigned long lo = 0, hi = 0, tlo = 0, thi = 0;
+	bool have_to = false;
+
+	memset(a, 0, sizeof(*a));
+	if (argc < 2 || strcmp(argv[0], "in"))
+		return USAGE("expected \"in DEV\"");
+	a->dev = argv[1];
+	if (!*a->dev || strlen(a->dev) >= IF_NAMESIZE)
+		return USAGE("invalid device name \"%s\"", a->dev);
+	for (int i = 2; i < argc; i++) {
+		const char *kw = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		struct in_addr in;
+
+		for (int j = 2; j < i; j += 2)
+			if (!strcmp(argv[j], kw))
+				return USAGE("\"%s\" given twice", kw);
+		if (strcmp(kw, "proto") && strcmp(kw, "addr") && strcmp(kw, "dport") && (del || strcmp(kw, "to")))
+			return USAGE("unknown forward word \"%s\"", kw);
+		if (!val)
+			return USAGE("\"%s\" needs a value", kw);
+		i++;
+		if (!strcmp(kw, "proto")) {
+			if (!strcmp(val, "tcp"))
+				a->r.fwd_proto = IPPROTO_TCP;
+			else if (!strcmp(val, "udp"))
+				a->r.fwd_proto = IPPROTO_UDP;
+			else
+				return USAGE("a forward's proto is tcp or udp, not \"%s\"", val);
+		} else if (!strcmp(kw, "addr")) {
+			if (inet_pton(AF_INET, val, &in) != 1)
+				return USAGE("invalid IPv4 address \"%s\"", val);
+			a->r.pool_first = in.s_addr;
+		} else if (!strcmp(kw, "dport")) {
+			if (parse_ports(val, &lo, &hi))
+				return USAGE("invalid port range \"%s\" (P or LO-HI within 1-65535)", val);
+		} else {
+			char buf[48], *colon;
+
+			snprintf(buf, sizeof(buf), "%s", val);
+			colon = strchr(buf, ':');
+			if (colon)
+				*colon++ = 0;
+			if (strlen(val) >= sizeof(buf) || inet_pton(AF_INET, buf, &in) != 1)
+				return USAGE("invalid inside address \"%s\" (ADDR[:P[-P]])", val);
+			if (colon && parse_ports(colon, &tlo, &thi))
+				return USAGE("invalid inside port range \"%s\" (P or LO-HI within 1-65535)", colon);
+			a->r.fwd_to = in.s_addr;
+			have_to = true;
+		}
+	}
+	if (!lo)
+		return USAGE("a forward needs \"dport P[-P]\"");
+	if (!del && !have_to)
+		return USAGE("a forward needs \"to ADDR[:P[-P]]\"");
+	a->r.port_min = lo;
+	a->r.port_max = hi;
+	if (tlo) {
+		if (thi != tlo && thi - tlo != hi - lo)
+			return USAGE("inside ports %lu-%lu: a range must be as long as dport %lu-%lu "
+				     "(or one port)", tlo, thi, lo, hi);
+		a->r.fwd_port = tlo;
+		a->r.fwd_one = thi == tlo && hi != lo;
+	}
+	a->r.flags = XDPR_NAT_FWD;
+	return 0;
+}
+
+static int nat_fwd(int argc, char **argv, bool del)
+{
+	static struct xdpr x;
+	struct nat_rule_args a;
+	char err[256];
+	int ret;
+
+	if (parse_nat_fwd(argc, argv, &a, del, err, sizeof(err)))
+		return fail(EXIT_USAGE, "%s", err);
+	if ((ret = open_router(&x, XDPR_O_LOCK)))
+		return ret;
+	if (del)
+		ret = xdpr_nat_fwd_del(&x, a.dev, &a.r) ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
+	else
+		ret = xdpr_nat_fwd_add(&x, a.dev, &a.r, false) ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
+	if (!ret)
+		print_warnings(x.note);
+	xdpr_close(&x);
+	return ret;
+}
+
 static int nat_add(int argc, char **argv, bool replace)
 {
 	static struct xdpr x;
@@ -204,6 +312,29 @@ static void print_held(const struct xdpr_held *h, int nh, __u32 rule)
 	out_arr_close();
 }
 
+/* A forward's line: "in DEV tcp ADDR dport LO-HI to INSIDE:LO-HI". */
+static void print_fwd(const struct xdpr_rule_info *ri)
+{
+	const struct xdpr_nat_rule *r = &ri->r;
+	__u32 tlo = r->fwd_port ? r->fwd_port : r->port_min;
+	__u32 thi = r->fwd_one ? tlo : tlo + (r->port_max - r->port_min);
+	char a[INET_ADDRSTRLEN];
+
+	out_str("dev", "in %s", ri->dev);
+	out_str("state", NULL, ri->waiting ? "waiting" : "applied");
+	out_str("action", NULL, "forward");
+	out_str("proto", " %s", r->fwd_proto == IPPROTO_TCP ? "tcp" : r->fwd_proto == IPPROTO_UDP ? "udp" : "tcp+udp");
+	out_str("addr", " %s", ip4(r->pool_first, a));
+	out_u64("port_min", " dport %llu", r->port_min);
+	out_u64("port_max", r->port_max != r->port_min ? "-%llu" : NULL, r->port_max);
+	out_str("to", " to %s", ip4(r->fwd_to, a));
+	out_u64("to_port_min", ":%llu", tlo);
+	out_u64("to_port_max", thi != tlo ? "-%llu" : NULL, thi);
+	if (ri->waiting)
+		out_text(" (waiting for %s)", ri->dev);
+	out_text("\n");
+}
+
 /* Rules with their counters; shared with "xdpr stats" (nat section).  0, or -errno before any output. */
 int print_nat_rules(struct xdpr *x, bool counters_only)
 {
@@ -224,6 +355,10 @@ int print_nat_rules(struct xdpr *x, bool counters_only)
 
 		out_obj_open(NULL);
 		out_u64("id", "nat rule %llu: ", ri[i].id);
+		if (r->flags & XDPR_NAT_FWD) {
+			print_fwd(&ri[i]);
+			goto counters;
+		}
 		out_str("dev", "out %s", ri[i].dev);
 		out_str("state", NULL, ri[i].waiting ? "waiting" : "applied");
 		out_text(" src %s/%d", ip4(r->src_net, a), __builtin_popcount(r->src_mask));
@@ -245,6 +380,7 @@ int print_nat_rules(struct xdpr *x, bool counters_only)
 		out_text("\n");
 		if (!counters_only)
 			print_held(held, nh, ri[i].id);
+counters:
 		out_obj_open("counters");
 		for (int e = 0; e < XDPR_NE_MAX; e++) {
 			if (!out_is_json() && !ri[i].ev[e] && opts.detail < 1)
@@ -580,6 +716,10 @@ int do_nat(int argc, char **argv)
 {
 	if (argc < 1 || !strcmp(argv[0], "show") || !strcmp(argv[0], "list"))
 		return nat_show(argc ? argc - 1 : 0, argv + (argc ? 1 : 0));
+	if (!strcmp(argv[0], "add") && argc > 1 && !strcmp(argv[1], "in"))
+		return nat_fwd(argc - 1, argv + 1, false);
+	if ((!strcmp(argv[0], "del") || !strcmp(argv[0], "delete")) && argc > 1 && !strcmp(argv[1], "in"))
+		return nat_fwd(argc - 1, argv + 1, true);
 	if (!strcmp(argv[0], "add"))
 		return nat_add(argc - 1, argv + 1, false);
 	if (!strcmp(argv[0], "replace"))

@@ -45,7 +45,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_FLT_IF] = XDPR_MAP_FLT_IF,     [XM_FLT_HDR] = XDPR_MAP_FLT_HDR,
 	[XM_FLT_STATS] = XDPR_MAP_FLT_STATS, [XM_FLOWS] = XDPR_MAP_FLOWS,
 	[XM_FLT_FRAGS] = XDPR_MAP_FRAGS,   [XM_VLANS] = XDPR_MAP_VLANS,
-	[XM_VLAN_CFG] = XDPR_MAP_VLAN_CFG,
+	[XM_VLAN_CFG] = XDPR_MAP_VLAN_CFG, [XM_FWD] = XDPR_MAP_FWD,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 	[XM_SLOTS] = "xdpr_slot_names",
 };

@@ -85,7 +85,7 @@ enum xdpr_map {
 	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
 	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS,
 	XM_FLT_WORD, XM_FLT_DESC, XM_FLT_VAL, XM_FLT_RULE, XM_FLT_LPM4, XM_FLT_LPM6, XM_FLT_IF,
-	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS, XM_VLANS, XM_VLAN_CFG,
+	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS, XM_VLANS, XM_VLAN_CFG, XM_FWD,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
 };
@@ -277,6 +277,21 @@ bool xdpr_nat_waits_for(struct xdpr *x, const char *name);
 /* nr: flags, src, pool, ports filled in; dev and masquerade address are set here. */
 int xdpr_nat_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool replace);
 int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask);
+/*
+ * Port forwards (`nat add in`): nr holds fwd_to, fwd_port, fwd_proto,
+ * fwd_one, port_min/port_max (the outside ports) and pool_first (the
+ * outside address; 0: dev's primary IPv4 address).  Refused (-EEXIST,
+ * -EADDRINUSE, -EINVAL, ...) with x->err when it overlaps another forward,
+ * a NAT mapping holds one of its ports, or an address cannot be used.
+ * Delete matches dev, fwd_proto, the outside ports and (when not 0) the
+ * address.  xdpr_fwd_format: the words after "nat add in DEV".
+ * waiting: dev is not attached (a configuration file's forward): the
+ * forward waits for it, as a rule of a deleted interface does (its
+ * address must be given).
+ */
+int xdpr_nat_fwd_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool waiting);
+int xdpr_nat_fwd_del(struct xdpr *x, const char *dev, const struct xdpr_nat_rule *m);
+void xdpr_fwd_format(const struct xdpr_nat_rule *r, char *buf, size_t len);
 /*
  * A rule for an interface xdpr is not attached to (missing, or not yet
  * attached): it waits, as the rule of a deleted interface does.  Its inside

@@ -911,6 +911,15 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 			err = xdpr_nat_del(x, l->name, rule.src_net, rule.src_mask);
 		}
 	}
+	/* its port forwards go with it (kept, waiting, only when its rules are) */
+	for (int i = 0; i < cnt && !(flags & XDPR_F_KEEP_RULES) && x->fd[XM_RULES] >= 0 && !err; i++)
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !err; id++) {
+			struct xdpr_nat_rule rule;
+
+			if (!bpf_map_lookup_elem(x->fd[XM_RULES], &id, &rule) && (rule.flags & XDPR_NAT_FWD) &&
+			    !rule.pending && rule.ifindex == todo[i]->ifindex)
+				err = xdpr_nat_fwd_del(x, todo[i]->name, &rule);
+		}
 	for (int i = 0; i < cnt && x->fd[XM_IFACES] >= 0; i++) {
 		if (todo[i]->parent) { /* its VID entry before its settings */
 			if (todo[i]->has_cfg)

@@ -317,6 +317,17 @@ static void classify(struct xdpr *x, struct nat_state *s, __u32 id)
 			named = i;
 	}
 	/*
+	 * A port forward is listed by no entry: its slot is its commit point
+	 * (written NAT_ADDING, live once unmarked; NAT_DELETING ends it), and
+	 * it applies while its ifindex is an attached interface's.
+	 */
+	if (r->flags & XDPR_NAT_FWD) {
+		s->link[id] = own;
+		s->st[id] = r->pending == NAT_ADDING ? SL_ABORTED : r->pending == NAT_DELETING ? SL_DELETED :
+			    own >= 0 ? SL_APPLIED : SL_WAITING;
+		return;
+	}
+	/*
 	 * Listed by its attached interface; or re-bound to the interface of its
 	 * name, the slot not updated yet; or listed by the stale entry of a
 	 * deleted interface (waiting).
@@ -406,8 +417,16 @@ static int put_rule(struct xdpr *x, __u32 id, const struct xdpr_nat_rule *r)
 	return 0;
 }
 
+static int fwd_unmap(struct xdpr *x, __u32 id);
+
 static int free_rule(struct xdpr *x, struct nat_state *s, __u32 id)
 {
+	if (s->r[id].flags & XDPR_NAT_FWD) {
+		int err = fwd_unmap(x, id); /* its ports first: the slot is what says they are stale */
+
+		if (err)
+			return err;
+	}
 	memset(&s->r[id], 0, sizeof(s->r[id]));
 	s->st[id] = SL_FREE;
 	return put_rule(x, id, &s->r[id]);
@@ -443,6 +462,9 @@ static bool overlap(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *b
 {
 	__be32 m = a->src_mask & b->src_mask;
 
+	if ((a->flags | b->flags) & XDPR_NAT_FWD)
+		return false; /* forwards have no sources (fwd_overlap) */
+
 	return (a->src_net & m) == (b->src_net & m);
 }
 
@@ -463,9 +485,25 @@ static int rebind(struct xdpr *x, struct nat_state *s, const char *op)
 		struct xdpr_iface e;
 		int n = 0, err;
 
-		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && n <= XDPR_NAT_IF_RULES; id++)
-			if (s->st[id] == SL_WAITING && !strncmp(s->r[id].ifname, l->name, IF_NAMESIZE))
-				ids[n++] = id;
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++) {
+			struct xdpr_nat_rule *r = &s->r[id];
+
+			if (s->st[id] != SL_WAITING || strncmp(r->ifname, l->name, IF_NAMESIZE))
+				continue;
+			if (!(r->flags & XDPR_NAT_FWD)) {
+				if (n <= XDPR_NAT_IF_RULES)
+					ids[n++] = id;
+				continue;
+			}
+			/* a forward: its slot naming the interface is the commit */
+			r->ifindex = l->ifindex;
+			err = put_rule(x, id, r);
+			if (err)
+				return err;
+			crash_point(op, "rebind-commit");
+			s->st[id] = SL_APPLIED;
+			s->link[id] = i;
+		}
 		if (!n || bpf_map_lookup_elem(x->fd[XM_IFACES], &l->ifindex, &e))
 			continue;
 		for (int k = 0; k < e.nrules && k < XDPR_NAT_IF_RULES; k++)
@@ -573,6 +611,32 @@ static int remove_rule(struct xdpr *x, struct nat_state *s, __u32 id, const char
 }
 
 /*
+ * XDPR_IF_FWD on exactly the attached interfaces an applied forward names:
+ * their packets look for forwards.  Set after a forward commits (until
+ * then it takes no packet anyway), cleared after the last one went.
+ */
+static int fwd_flags(struct xdpr *x, struct nat_state *s)
+{
+	for (int i = 0; i < s->nlinks; i++) {
+		bool want = false;
+		struct xdpr_iface e;
+
+		for (__u32 id = 1; id < XDPR_NAT_MAX_RULES && !want; id++)
+			want = s->st[id] == SL_APPLIED && (s->r[id].flags & XDPR_NAT_FWD) && s->link[id] == i;
+		if (bpf_map_lookup_elem(x->fd[XM_IFACES], &s->links[i].ifindex, &e) ||
+		    !(e.flags & XDPR_IF_FWD) == !want)
+			continue;
+		int err;
+
+		e.flags ^= XDPR_IF_FWD;
+		err = put_iface(x, s->links[i].ifindex, &e, s->links[i].name);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
  * Finish what committed and undo what did not (see the top of this file),
  * re-bind waiting rules, bring slots up to date, set the NAT flag.  Every step is idempotent: a
  * settle killed halfway is finished by the next one.
@@ -621,6 +685,8 @@ static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
 		err = rebind(x, s, op);
 	if (!err)
 		err = follow(x, s, op);
+	if (!err)
+		err = fwd_flags(x, s);
 	return err ? err : set_nat_flag(x, s, op);
 }
 
@@ -1053,7 +1119,8 @@ int xdpr_nat_del(struct xdpr *x, const char *dev, __be32 net, __be32 mask)
 	if (!s)
 		return err;
 	for (__u32 k = 1; k < XDPR_NAT_MAX_RULES && !id; k++) {
-		if (!committed(s->st[k]) || s->r[k].src_net != net || s->r[k].src_mask != mask)
+		if (!committed(s->st[k]) || (s->r[k].flags & XDPR_NAT_FWD) || s->r[k].src_net != net ||
+		    s->r[k].src_mask != mask)
 			continue;
 		rule_dev(s, k, name);
 		if (!strcmp(name, dev))
@@ -1341,4 +1408,370 @@ out:
 	free(d.keys);
 	free(d.vals);
 	return err ? err : (int)nh;
+}
+
+/* ---------------------------------------------------------------- port forwards */
+
+static const char *fwd_proto_name(__u8 proto)
+{
+	return proto == IPPROTO_TCP ? "tcp" : proto == IPPROTO_UDP ? "udp" : "tcp+udp";
+}
+
+/* The inside port of outside port p under forward r (host order). */
+static __u16 fwd_in_port(const struct xdpr_nat_rule *r, __u32 p)
+{
+	if (!r->fwd_port)
+		return p;
+	return r->fwd_one ? r->fwd_port : r->fwd_port + (p - r->port_min);
+}
+
+/* A forward as the user wrote it (the words after "nat add in DEV"). */
+void xdpr_fwd_format(const struct xdpr_nat_rule *r, char *buf, size_t len)
+{
+	char a[INET_ADDRSTRLEN], to[INET_ADDRSTRLEN], ports[16] = "", tp[24] = "";
+
+	inet_ntop(AF_INET, &r->pool_first, a, sizeof(a));
+	inet_ntop(AF_INET, &r->fwd_to, to, sizeof(to));
+	if (r->port_max != r->port_min)
+		snprintf(ports, sizeof(ports), "-%u", r->port_max);
+	if (r->fwd_port && (r->fwd_one || r->port_max == r->port_min))
+		snprintf(tp, sizeof(tp), ":%u", r->fwd_port);
+	else if (r->fwd_port)
+		snprintf(tp, sizeof(tp), ":%u-%u", r->fwd_port, r->fwd_port + (r->port_max - r->port_min));
+	snprintf(buf, len, "%s%s%saddr %s dport %u%s to %s%s", r->fwd_proto ? "proto " : "",
+		 r->fwd_proto ? fwd_proto_name(r->fwd_proto) : "", r->fwd_proto ? " " : "", a,
+		 r->port_min, ports, to, tp);
+}
+
+static bool protos_meet(__u8 a, __u8 b)
+{
+	return !a || !b || a == b;
+}
+
+/* Delete the port entries of forward id (all of them: a killed add may have left some). */
+static int fwd_unmap(struct xdpr *x, __u32 id)
+{
+	struct hash_dump d;
+	int err;
+
+	if (x->fd[XM_FWD] < 0)
+		return 0;
+	err = dump_hash(x, x->fd[XM_FWD], "the port forwards", &d);
+	if (err)
+		return err;
+	for (size_t i = 0; i < d.n && !err; i++) {
+		const struct xdpr_fwd *f = (const struct xdpr_fwd *)d.vals + i;
+
+		if (f->rule == id && bpf_map_delete_elem(x->fd[XM_FWD], (struct xdpr_bind_key *)d.keys + i) &&
+		    errno != ENOENT) {
+			err = -errno;
+			seterr(x, "cannot delete the ports of forward %u: %s", id, strerror(errno));
+		}
+	}
+	free(d.keys);
+	free(d.vals);
+	return err;
+}
+
+/* Write forward id's port entries.  -EEXIST: a port has an entry already (x->err says which). */
+static int fwd_map(struct xdpr *x, __u32 id, const struct xdpr_nat_rule *r)
+{
+	static const __u8 protos[] = { IPPROTO_TCP, IPPROTO_UDP };
+	char a[INET_ADDRSTRLEN];
+
+	for (size_t k = 0; k < sizeof(protos); k++) {
+		if (r->fwd_proto && r->fwd_proto != protos[k])
+			continue;
+		for (__u32 p = r->port_min; p <= r->port_max; p++) {
+			struct xdpr_bind_key key = { .out_addr = r->pool_first, .out_port = htons(p),
+						     .proto = protos[k] };
+			struct xdpr_fwd v = { .in_addr = r->fwd_to, .in_port = htons(fwd_in_port(r, p)),
+					      .rule = id };
+
+			if (!bpf_map_update_elem(x->fd[XM_FWD], &key, &v, BPF_NOEXIST))
+				continue;
+			inet_ntop(AF_INET, &r->pool_first, a, sizeof(a));
+			if (errno == EEXIST)
+				seterr(x, "port %u/%s of %s is forwarded already", p, fwd_proto_name(protos[k]), a);
+			else if (errno == E2BIG || errno == ENOMEM || errno == ENOSPC)
+				seterr(x, "port forwards hold at most %d ports (protocols counted apart)", XDPR_FWD_MAX);
+			else
+				seterr(x, "cannot write port %u/%s of %s: %s", p, fwd_proto_name(protos[k]), a,
+				       strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A NAT binding (an inside host's mapping, in use or in its hold-down) on
+ * one of forward r's ports: -EADDRINUSE with x->err naming it.  Run after
+ * the forward's entries are written and the packet path has seen them
+ * (the allocator looks for them before it claims a port): a binding made
+ * before that is found here, none can be made after.
+ */
+static int fwd_claimed(struct xdpr *x, const struct xdpr_nat_rule *r)
+{
+	char a[INET_ADDRSTRLEN], in[INET_ADDRSTRLEN];
+	__u64 now = xdpr_mono_ns();
+	struct hash_dump d = {};
+	struct xdpr_cfg c;
+	int err, fd;
+
+	err = xdpr_cfg_get(x, &c);
+	if (err)
+		return err;
+	fd = xdpr_nat_tab_fd(x, XDPR_NT_BIND, c.nat_slot & 1);
+	err = fd < 0 ? fd : dump_hash(x, fd, "the binding table", &d);
+	if (fd >= 0)
+		close(fd);
+	for (size_t i = 0; i < d.n && !err; i++) {
+		const struct xdpr_bind_key *k = (const struct xdpr_bind_key *)d.keys + i;
+		const struct xdpr_bind *b = (const struct xdpr_bind *)d.vals + i;
+		__u64 idle = now > b->last_active ? now - b->last_active : 0;
+		bool hold = XDPR_BIND_REFS(b->state) == 0;
+		__u32 p = ntohs(k->out_port);
+
+		if (k->out_addr != r->pool_first || p < r->port_min || p > r->port_max ||
+		    (k->proto != IPPROTO_TCP && k->proto != IPPROTO_UDP) || !protos_meet(r->fwd_proto, k->proto) ||
+		    (b->state & XDPR_BIND_DYING) || (hold && idle > (__u64)c.holddown * 1000000000ULL))
+			continue;
+		inet_ntop(AF_INET, &k->out_addr, a, sizeof(a));
+		inet_ntop(AF_INET, &b->in_addr, in, sizeof(in));
+		seterr(x, "port %u/%s of %s is %s by the NAT mapping of %s:%u (rule %u); "
+			  "try again %s, or end it with \"xdpr nat flush sessions\"",
+		       p, fwd_proto_name(k->proto), a, hold ? "held in its hold-down" : "in use", in,
+		       ntohs(b->in_port), b->rule, hold ? "after the hold-down" : "when its sessions end");
+		err = -EADDRINUSE;
+	}
+	free(d.keys);
+	free(d.vals);
+	return err;
+}
+
+/* Is a an address of an interface of this router? */
+static bool own_addr(__be32 a)
+{
+	struct ifaddrs *ifa, *i;
+	bool own = false;
+
+	if (getifaddrs(&ifa))
+		return false;
+	for (i = ifa; i && !own; i = i->ifa_next)
+		own = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		      ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == a;
+	freeifaddrs(ifa);
+	return own;
+}
+
+/* An address a forward can use: "" if it can, else why not. */
+static const char *fwd_addr_bad(__be32 a)
+{
+	__u32 h = ntohl(a);
+
+	if (h == 0xffffffffu)
+		return "the limited broadcast address";
+	for (size_t i = 0; i < sizeof(no_source) / sizeof(no_source[0]); i++)
+		if ((h & ~(0xffffffffu >> no_source[i].plen)) == no_source[i].net)
+			return no_source[i].what;
+	return "";
+}
+
+int xdpr_nat_fwd_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, bool waiting)
+{
+	const struct xdpr_link *l = xdpr_link_find(x, dev);
+	char a[INET_ADDRSTRLEN], mine[96], other[96];
+	struct nat_state *s = NULL;
+	struct xdpr_cfg c, c0;
+	struct xdpr_iface ifc;
+	bool slot = false, cfg = false;
+	const char *why;
+	__u32 id;
+	int err;
+
+	if (waiting && (l || !*dev || strlen(dev) >= IF_NAMESIZE || !nr->pool_first)) {
+		seterr(x, l ? "xdpr is attached to \"%s\": its forwards apply at once" :
+			  nr->pool_first ? "invalid device name \"%s\"" :
+			  "a forward for \"%s\", which is not attached, needs its \"addr\"", dev);
+		return -EINVAL;
+	}
+	if (!l && !waiting) {
+		if (!if_nametoindex(dev))
+			seterr(x, "cannot find device \"%s\"", dev);
+		else
+			seterr(x, "xdpr is not attached to \"%s\": attach it first", dev);
+		return -ENODEV;
+	}
+	if (l && bpf_map_lookup_elem(x->fd[XM_IFACES], &l->ifindex, &ifc)) {
+		seterr(x, "\"%s\" is being attached or detached; try again", dev);
+		return -EAGAIN;
+	}
+	if (x->fd[XM_FWD] < 0) {
+		seterr(x, "the running program has no port forwards (xdpr_nat_fwd): detach and attach again");
+		return -EOPNOTSUPP;
+	}
+	if (!nr->pool_first && !(nr->pool_first = dev_ipv4(dev))) {
+		seterr(x, "\"%s\" has no IPv4 address to forward from: give one with \"addr\"", dev);
+		return -EADDRNOTAVAIL;
+	}
+	inet_ntop(AF_INET, &nr->pool_first, a, sizeof(a));
+	if (*(why = fwd_addr_bad(nr->pool_first))) {
+		seterr(x, "cannot forward from %s: it is %s", a, why);
+		return -EINVAL;
+	}
+	inet_ntop(AF_INET, &nr->fwd_to, a, sizeof(a));
+	if (*(why = fwd_addr_bad(nr->fwd_to))) {
+		seterr(x, "cannot forward to %s: it is %s", a, why);
+		return -EINVAL;
+	}
+	if (own_addr(nr->fwd_to)) {
+		seterr(x, "cannot forward to %s: it is an address of this router", a);
+		return -EINVAL;
+	}
+	nr->flags = XDPR_NAT_FWD;
+	nr->ifindex = l ? l->ifindex : XDPR_NAT_IF_NONE; /* waiting: no device has that ifindex */
+	memset(nr->ifname, 0, sizeof(nr->ifname));
+	snprintf(nr->ifname, sizeof(nr->ifname), "%s", dev);
+	nr->pool_count = 1;
+	nr->masq_addr = 0;
+	nr->pending = NAT_ADDING;
+	err = xdpr_cfg_get(x, &c);
+	if (err)
+		return err;
+	c0 = c;
+	s = nat_state_new(x, NULL, 0, &err);
+	if (!s)
+		return err;
+	/* another forward on the same outside address, protocol and ports */
+	for (__u32 k = 1; k < XDPR_NAT_MAX_RULES; k++) {
+		const struct xdpr_nat_rule *o = &s->r[k];
+
+		if (!committed(s->st[k]) || !(o->flags & XDPR_NAT_FWD) || o->pool_first != nr->pool_first ||
+		    !protos_meet(o->fwd_proto, nr->fwd_proto) || o->port_max < nr->port_min ||
+		    o->port_min > nr->port_max)
+			continue;
+		xdpr_fwd_format(nr, mine, sizeof(mine));
+		xdpr_fwd_format(o, other, sizeof(other));
+		seterr(x, "%s overlaps rule %u (%s)", mine, k, other);
+		err = -EEXIST;
+		goto out;
+	}
+	id = free_id(x, s, &c);
+	if (!id) {
+		err = -ENOSPC;
+		goto out;
+	}
+	if (!own_addr(nr->pool_first)) {
+		inet_ntop(AF_INET, &nr->pool_first, a, sizeof(a));
+		addnote(x, "%s is not an address of this router: nothing answers ARP for it unless "
+			   "the upstream routes it to the router", a);
+	}
+	err = prepare_links(x);
+	if (err)
+		goto out;
+	crash_point("fwd-add", "prepared");
+	err = zero_rule_counters(x, id);
+	if (err) {
+		seterr(x, "cannot reset the counters of NAT rule %u: %s", id, strerror(-err));
+		goto out;
+	}
+	/* Invisible until the commit: the packet path takes a forward whose slot is unmarked only. */
+	err = put_rule(x, id, nr);
+	if (err)
+		goto undo;
+	slot = true;
+	s->r[id] = *nr;
+	crash_point("fwd-add", "slot");
+	c.next_rule = id;
+	c.flags |= XDPR_CFG_NAT;
+	err = xdpr_cfg_set(x, &c);
+	if (err)
+		goto undo;
+	cfg = true;
+	err = fwd_map(x, id, nr);
+	if (err)
+		goto undo;
+	crash_point("fwd-add", "mapped");
+	/* every CPU past its last look at the map without them, then no mapping may hold a port */
+	if (!xdpr_packets_settled())
+		usleep(10000);
+	err = fwd_claimed(x, nr);
+	if (err)
+		goto undo;
+	/* The commit. */
+	nr->pending = 0;
+	err = put_rule(x, id, nr);
+	if (err)
+		goto undo;
+	crash_point("fwd-add", "commit");
+	if (settle_again(x, "fwd-add", NULL, 0))
+		addnote(x, "the forward is applied, but %s; the next xdpr command finishes the change", x->err);
+	err = 0;
+	goto out;
+undo:
+	{
+		char keep[sizeof(x->err)];
+
+		memcpy(keep, x->err, sizeof(keep));
+		if (slot)
+			free_rule(x, s, id); /* its ports too */
+		if (cfg)
+			xdpr_cfg_set(x, &c0);
+		memcpy(x->err, keep, sizeof(keep));
+	}
+out:
+	free(s);
+	return err;
+}
+
+int xdpr_nat_fwd_del(struct xdpr *x, const char *dev, const struct xdpr_nat_rule *m)
+{
+	char name[IF_NAMESIZE], a[INET_ADDRSTRLEN], what[96];
+	struct nat_state *s;
+	__u32 id = 0;
+	int err, found = 0;
+
+	s = nat_state_new(x, NULL, 0, &err);
+	if (!s)
+		return err;
+	for (__u32 k = 1; k < XDPR_NAT_MAX_RULES; k++) {
+		const struct xdpr_nat_rule *r = &s->r[k];
+
+		if (!committed(s->st[k]) || !(r->flags & XDPR_NAT_FWD) || r->fwd_proto != m->fwd_proto ||
+		    r->port_min != m->port_min || r->port_max != m->port_max ||
+		    (m->pool_first && r->pool_first != m->pool_first))
+			continue;
+		rule_dev(s, k, name);
+		if (strcmp(name, dev))
+			continue;
+		id = k;
+		found++;
+	}
+	if (found != 1) {
+		free(s);
+		if (found > 1) {
+			seterr(x, "more than one forward of those ports on \"%s\": say which with \"addr\"", dev);
+			return -EINVAL;
+		}
+		if (m->pool_first)
+			inet_ntop(AF_INET, &m->pool_first, a, sizeof(a));
+		snprintf(what, sizeof(what), "%s%sdport %u", m->fwd_proto ? fwd_proto_name(m->fwd_proto) : "",
+			 m->fwd_proto ? " " : "", m->port_min);
+		if (m->port_max != m->port_min)
+			snprintf(what + strlen(what), sizeof(what) - strlen(what), "-%u", m->port_max);
+		if (!xdpr_link_find(x, dev) && !if_nametoindex(dev))
+			seterr(x, "cannot find device \"%s\"", dev);
+		else
+			seterr(x, "no forward of %s%s%s on \"%s\"", what, m->pool_first ? " on " : "",
+			       m->pool_first ? a : "", dev);
+		return -ENOENT;
+	}
+	crash_point("fwd-del", "start");
+	err = mark_deleting(x, s, id); /* the commit: the packet path takes no new flow on it */
+	if (!err)
+		crash_point("fwd-del", "commit");
+	free(s);
+	/* its sessions end, its ports go, its slot is freed */
+	return err ? err : settle_again(x, "fwd-del", NULL, 0);
 }
