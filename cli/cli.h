@@ -71,6 +71,7 @@ int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned lon
 struct nat_rule_args {
 	const char *dev;
 	struct xdpr_nat_rule r; /* flags, src, pool, ports */
+	bool addr_zero;         /* forwards: "addr 0.0.0.0" given (0 means "DEV's" in r) */
 };
 
 int parse_prefix4(const char *s, __be32 *net, __be32 *mask, char *err, size_t len);

@@ -746,8 +746,11 @@ void conf_print(FILE *f, const struct conf *c)
 		if (k)
 			fputc('\n', f);
 	}
-	for (int i = 0; i < c->nnat; i++)
-		print_nat(f, &c->nat[i]);
+	/* source NAT rules, then forwards: the same file whichever was added first */
+	for (int fwd = 0; fwd < 2; fwd++)
+		for (int i = 0; i < c->nnat; i++)
+			if (!(c->nat[i].r.flags & XDPR_NAT_FWD) == !fwd)
+				print_nat(f, &c->nat[i]);
 	for (int i = 0; i < c->nnpt; i++) { /* NPTv6 */
 		__u8 a[16] = {}, b[16] = {};
 		char sa[INET6_ADDRSTRLEN], sb[INET6_ADDRSTRLEN];

@@ -187,6 +187,7 @@ int parse_nat_fwd(int argc, char **argv, struct nat_rule_args *a, bool del, char
 			if (inet_pton(AF_INET, val, &in) != 1)
 				return USAGE("invalid IPv4 address \"%s\"", val);
 			a->r.pool_first = in.s_addr;
+			a->addr_zero = !in.s_addr;
 		} else if (!strcmp(kw, "dport")) {
 			if (parse_ports(val, &lo, &hi))
 				return USAGE("invalid port range \"%s\" (P or LO-HI within 1-65535)", val);
@@ -231,6 +232,8 @@ static int nat_fwd(int argc, char **argv, bool del)
 
 	if (parse_nat_fwd(argc, argv, &a, del, err, sizeof(err)))
 		return fail(EXIT_USAGE, "%s", err);
+	if (a.addr_zero) /* as the loader refuses any other address of 0.0.0.0/8 */
+		return fail(EXIT_FAIL, "cannot forward from 0.0.0.0: it is a \"this network\" address (0.0.0.0/8)");
 	if ((ret = open_router(&x, XDPR_O_LOCK)))
 		return ret;
 	if (del)

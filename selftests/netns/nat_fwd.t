@@ -169,14 +169,15 @@ ok "nat add in r1 proto tcp dport 7500-7502 to 10.0.1.2:7600-7602 (tcp range to 
 # ---- nat show
 show=$(xdpr nat show 2>&1)
 lines=$(grep '^nat rule [0-9]*: in ' <<<"$show" | sed 's/^nat rule [0-9]*: //')
-is "$lines" "in r1 tcp 10.0.2.1 dport 8080-8080 to 10.0.1.2:80-80
+# README "Port forwards": a single port is printed alone ("dport 8080 to 10.0.1.2:80")
+is "$lines" "in r1 tcp 10.0.2.1 dport 8080 to 10.0.1.2:80
 in r1 tcp 10.0.2.1 dport 5001-5002 to 10.0.1.2:5001-5002
-in r1 udp 10.0.2.1 dport 5353-5353 to 10.0.1.2:7000-7000
-in r1 tcp+udp 10.0.2.1 dport 6000-6000 to 10.0.1.2:7000-7000
+in r1 udp 10.0.2.1 dport 5353 to 10.0.1.2:7000
+in r1 tcp+udp 10.0.2.1 dport 6000 to 10.0.1.2:7000
 in r1 udp 10.0.2.1 dport 7100-7109 to 10.0.1.2:7200-7209
-in r1 udp 10.0.2.1 dport 7300-7309 to 10.0.1.2:7400-7400
+in r1 udp 10.0.2.1 dport 7300-7309 to 10.0.1.2:7400
 in r1 tcp 10.0.2.1 dport 7500-7502 to 10.0.1.2:7600-7602" \
-	"nat show: seven forward lines as documented (addr omitted = r1's 10.0.2.1)" || diag "$show"
+	"nat show: seven forward lines as the README shows them (addr omitted = r1's 10.0.2.1)" || diag "$show"
 j=$(xdpr -j nat show 2>&1)
 is "$(jq -r '[.[] | select(.action == "forward") | "\(.dev) \(.state) \(.proto) \(.addr) \(.port_min)-\(.port_max) \(.to) \(.to_port_min)-\(.to_port_max) \(.counters | type)"] | join(";")' <<<"$j" 2>&1)" \
 	"r1 applied tcp 10.0.2.1 8080-8080 10.0.1.2 80-80 object;r1 applied tcp 10.0.2.1 5001-5002 10.0.1.2 5001-5002 object;r1 applied udp 10.0.2.1 5353-5353 10.0.1.2 7000-7000 object;r1 applied tcp+udp 10.0.2.1 6000-6000 10.0.1.2 7000-7000 object;r1 applied udp 10.0.2.1 7100-7109 10.0.1.2 7200-7209 object;r1 applied udp 10.0.2.1 7300-7309 10.0.1.2 7400-7400 object;r1 applied tcp 10.0.2.1 7500-7502 10.0.1.2 7600-7602 object" \
@@ -244,8 +245,13 @@ for i in $(seq 0 9); do
 done
 is "$got" "$want" "range to one: 10.0.2.1:7300+i reaches C1:7400, answered from 10.0.2.1:7300+i"
 # one client socket to two outside ports of the range-to-one forward
-is "$(udp "$H" ask 0 3 10.0.2.1:7305 10.0.2.1:7306 | sed 's/^10\.0\.2\.2:[0-9]*\//ok\//' | tr '\n' ' ')" "ok/7400 ok/7400 " \
-	"range to one, one client socket to 7305 and 7306: both answered, each from its own outside port"
+# A known limit (README "Port forwards"): both flows would be the same inside
+# flow (C1:7400 <-> H:port); xdpr keeps the first and drops the second
+# (drop_nat_busy), where the kernel would remap the client's port.
+b0=$(ctr "$R" r1 drop_nat_busy)
+is "$(udp "$H" ask 0 3 10.0.2.1:7305 10.0.2.1:7306 | sed 's/^10\.0\.2\.2:[0-9]*\//ok\//' | tr '\n' ' ')" "ok/7400 timeout " \
+	"range to one, one client socket to 7305 and 7306: the first answered, the second (the same inside flow) not"
+num "$(grown "$b0" "$R" r1 drop_nat_busy)" -ge 1 "range to one: the second flow's packet is counted as drop_nat_busy"
 for p in 7600 7601 7602; do tcp_echo2 "$C1" "$p" || diag "tcp server $p did not start"; done
 is "$(for p in 7500 7501 7502; do tcp_try "$H" 10.0.2.1 "$p" | sed 's/^10\.0\.2\.2:[0-9]*\//ok\//'; done | tr '\n' ' ')" \
 	"ok/7600 ok/7601 ok/7602 " "TCP range to range: 7500, 7501, 7502 reach C1:7600, 7601, 7602"
@@ -274,6 +280,7 @@ ok "nat add in r1 proto tcp addr 198.51.100.7 dport 80 to 10.0.1.2:80 (a pool ad
 
 udp_echo "$S" 7000
 tcp_echo "$S" 7000
+sleep 0.5 # the UDP server binds in the background (as nat_basic.t waits)
 like "$(tcp_ask "$C1" 10.0.4.2 7000)" '^10\.0\.2\.1:201[0-9][0-9]$' "C1 -> S: masqueraded to 10.0.2.1, a port in 20100-20199 (the inside server's own outbound flow)"
 like "$(udp "$H" ask 0 3 10.0.2.1:20050)" '^10\.0\.2\.2:[0-9]+/7000$' "with masquerade on r1: H -> 10.0.2.1:20050 still reaches C1:7000"
 like "$(tcp_try "$H" 10.0.2.1 8080)" '^10\.0\.2\.2:[0-9]+/80$' "with masquerade on r1: TCP H -> 10.0.2.1:8080 still reaches C1:80 unmasqueraded"
