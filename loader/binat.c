@@ -231,23 +231,7 @@ static int set_cfg_flag(struct xdpr *x, bool on)
 
 static int zero_counters(struct xdpr *x, __u32 id)
 {
-	int ncpu = xdpr_ncpus();
-	__u64 *z;
-	int err = 0;
-
-	if (ncpu <= 0)
-		return ncpu ? ncpu : -EINVAL;
-	z = calloc(ncpu, sizeof(*z));
-	if (!z)
-		return -ENOMEM;
-	for (__u32 e = 0; e < XDPR_BE_MAX && !err; e++) {
-		__u32 key = id * XDPR_BE_MAX + e;
-
-		if (bpf_map_update_elem(x->fd[XM_BINAT_ST], &key, z, BPF_ANY))
-			err = -errno;
-	}
-	free(z);
-	return err;
+	return xdpr_percpu_zero(x->fd[XM_BINAT_ST], id * XDPR_BE_MAX, XDPR_BE_MAX);
 }
 
 int xdpr_binat_add(struct xdpr *x, const char *dev, __be32 in_net, __be32 out_net, __u32 plen)

@@ -746,6 +746,23 @@ int xdpr_ncpus(void)
 	return libbpf_num_possible_cpus();
 }
 
+int xdpr_percpu_zero(int fd, __u32 first, __u32 n)
+{
+	int ncpu = xdpr_ncpus(), err = 0;
+	__u64 *z;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	z = calloc(ncpu, sizeof(*z));
+	if (!z)
+		return -ENOMEM;
+	for (__u32 k = first; k < first + n && !err; k++)
+		if (bpf_map_update_elem(fd, &k, z, BPF_ANY))
+			err = -errno;
+	free(z);
+	return err;
+}
+
 int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu)
 {
 	if (bpf_map_lookup_elem(x->fd[XM_STATS], &slot, percpu)) {

@@ -72,6 +72,9 @@ int xdpr_prune_dead_ifaces(struct xdpr *x);
  */
 int xdpr_iface_put(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *c, __u64 flags);
 
+/* Cells first..first+n-1 of a per-CPU array of __u64 to 0 on every CPU.  0 or -errno. */
+int xdpr_percpu_zero(int fd, __u32 first, __u32 n);
+
 /* The xdpr_vlans key of a trunk's VID, or -1 when there is none (trunk 0). */
 static inline long xdpr_vid_key(unsigned int trunk, unsigned int vid)
 {

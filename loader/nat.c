@@ -784,20 +784,7 @@ int xdpr_nat_list(struct xdpr *x, struct xdpr_rule_info *out, int max)
 
 static int zero_rule_counters(struct xdpr *x, __u32 id)
 {
-	int ncpu = xdpr_ncpus();
-	__u64 *zero = calloc(ncpu > 0 ? ncpu : 1, sizeof(*zero));
-	int err = 0;
-
-	if (!zero)
-		return -ENOMEM;
-	for (int e = 0; e < XDPR_NE_MAX && !err; e++) {
-		__u32 key = id * XDPR_NE_MAX + e;
-
-		if (bpf_map_update_elem(x->fd[XM_NSTATS], &key, zero, BPF_ANY))
-			err = -errno;
-	}
-	free(zero);
-	return err;
+	return xdpr_percpu_zero(x->fd[XM_NSTATS], id * XDPR_NE_MAX, XDPR_NE_MAX);
 }
 
 static int write_sysctl(const char *dev, const char *knob, const char *val)
