@@ -35,29 +35,7 @@
 #include <bpf/libbpf.h>
 #include "xdpr_shared.h"
 #include "xdpr.skel.h"
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "Error: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	exit(1);
-}
-
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "testrun.h"
 
 struct dev {
 	const char *name, *mac, *addr, *host, *host_mac;
@@ -123,13 +101,6 @@ static void frame(struct cfg *c)
 		udp[6] = k >> 8, udp[7] = k;
 	}
 	c->len = 64;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static int cmp_d(const void *a, const void *b)

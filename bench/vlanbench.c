@@ -45,31 +45,9 @@
 #include <bpf/libbpf.h>
 #include "xdpr_shared.h"
 #include "xdpr.skel.h"
+#include "testrun.h"
 
 #define MAX_ROUNDS 50
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "Error: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	exit(1);
-}
-
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 struct dev {
 	const char *name, *peer, *mac, *parent;
@@ -247,13 +225,6 @@ static struct cfg cfgs[] = {
 	{ "VLAN -> VLAN (rewrite)", 1, "t0", "v100", 100, "v200", 0, {}, 0, {}, 0 },
 };
 #define NCFGS ((int)(sizeof(cfgs) / sizeof(cfgs[0])))
-
-static int cmp_u32(const void *a, const void *b)
-{
-	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static double median_d(double *v, int n)
 {
