@@ -245,6 +245,26 @@ static __always_inline int binat4_err_rewrite(struct pkt4 *p, int in, __be32 add
 }
 
 /*
+ * Rewrite p to addr under rule r (in: its destination, else its source; an
+ * ICMP error with its quoted packet), counted.  -1 done, or the drop reason.
+ */
+static __always_inline int binat_apply(struct pkt4 *p, const struct xdpr_binat_rule *r, int in, int icmp,
+				       __be32 addr)
+{
+	__u32 id = r->id;
+	int err = icmp ? binat4_err_rewrite(p, in, addr, r) : binat4_rewrite(p, in, addr);
+
+	if (err) {
+		binat_count(id, XDPR_BE_DROPPED);
+		return XDPR_DROP_NAT_UNTRANSLATABLE;
+	}
+	binat_count(id, in ? XDPR_BE_IN : XDPR_BE_OUT);
+	if (icmp)
+		binat_count(id, XDPR_BE_ICMP_ERR);
+	return -1;
+}
+
+/*
  * Inbound, on outside interface ifindex: a destination in a rule's outside
  * prefix becomes the inside address.  One expiring here (TTL <= 1) is not
  * translated: XDPR_TX_ICMP_TTL asks the caller to answer it from XDP, from
@@ -258,29 +278,17 @@ __noinline int binat4_in(struct xdp_md *ctx, struct pkt4_io *io, __u32 ifindex)
 	const struct xdpr_binat_rule *r;
 	struct pkt4 pk, *p = &pk;
 	int err, icmp;
-	__u32 id;
 
 	if (!ctx || !io || pkt4_view(ctx, io, p))
 		return STEP_NEXT;
 	r = binat_find(&xdpr_binat_in, ifindex, p->iph->daddr);
 	if (!r)
 		return STEP_NEXT;
-	id = r->id;
 	icmp = binat_icmp_err(p);
 	if (p->iph->ttl <= 1)
 		return icmp ? STEP_NEXT : XDPR_TX_ICMP_TTL;
-	if (icmp)
-		err = binat4_err_rewrite(p, 1, binat_map(p->iph->daddr, r->in_net, r->mask), r);
-	else
-		err = binat4_rewrite(p, 1, binat_map(p->iph->daddr, r->in_net, r->mask));
-	if (err) {
-		binat_count(id, XDPR_BE_DROPPED);
-		return XDPR_DROP_NAT_UNTRANSLATABLE;
-	}
-	binat_count(id, XDPR_BE_IN);
-	if (icmp)
-		binat_count(id, XDPR_BE_ICMP_ERR);
-	return STEP_NEXT;
+	err = binat_apply(p, r, 1, icmp, binat_map(p->iph->daddr, r->in_net, r->mask));
+	return err >= 0 ? err : STEP_NEXT;
 }
 
 /*
@@ -313,18 +321,8 @@ __noinline int binat4_out(struct xdp_md *ctx, struct pkt4_io *io, __u32 egress, 
 	if (filter)
 		return STEP_BINAT_FLT;
 	icmp = binat_icmp_err(p);
-	if (icmp)
-		err = binat4_err_rewrite(p, 0, binat_map(p->iph->saddr, r->out_net, r->mask), r);
-	else
-		err = binat4_rewrite(p, 0, binat_map(p->iph->saddr, r->out_net, r->mask));
-	if (err) {
-		binat_count(id, XDPR_BE_DROPPED);
-		return XDPR_DROP_NAT_UNTRANSLATABLE;
-	}
-	binat_count(id, XDPR_BE_OUT);
-	if (icmp)
-		binat_count(id, XDPR_BE_ICMP_ERR);
-	return STEP_BINAT;
+	err = binat_apply(p, r, 0, icmp, binat_map(p->iph->saddr, r->out_net, r->mask));
+	return err >= 0 ? err : STEP_BINAT;
 }
 
 /*
