@@ -116,7 +116,8 @@ struct nat_alloc_state {
 	int shadowed;
 	int probes;                /* candidates looked at, preserved port included */
 	__u32 budget;              /* probes this search may make */
-	__u32 pad;
+	__u32 jump;                /* ports passed over without a probe: the rest of a
+	                              port forward's range, once one of its ports is met */
 };
 
 /*

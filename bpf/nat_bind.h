@@ -322,6 +322,7 @@ static long alloc_cb(__u32 i, struct alloc_ctx *c)
 {
 	struct nat_scratch *sc = nat_scratch();
 	struct nat_alloc_state *a;
+	struct xdpr_fwd *f;
 	__u32 port;
 
 	if (!sc)
@@ -336,12 +337,22 @@ static long alloc_cb(__u32 i, struct alloc_ctx *c)
 	} else {
 		if (a->range == 0)
 			return 1;
-		port = a->min + (a->start + i - 1) % a->range;
+		port = a->min + (a->start + a->jump + i - 1) % a->range;
 	}
 	/* a port forward's port, or one a socket of the router holds: never a mapping's */
 	sc->bkey.out_port = bpf_htons(port);
-	if (bpf_map_lookup_elem(&xdpr_nat_fwd, &sc->bkey) ||
-	    port_shadowed(c->ctx, &sc->q, bpf_htons(port))) {
+	f = bpf_map_lookup_elem(&xdpr_nat_fwd, &sc->bkey);
+	if (f) {
+		__u32 rid = f->rule;
+		struct xdpr_nat_rule *fr = bpf_map_lookup_elem(&xdpr_nat_rules, &rid);
+
+		/* the next probe goes past the forward's ports (within this range): one probe for all */
+		if (i && fr && (fr->flags & XDPR_NAT_FWD) && fr->port_max > port)
+			a->jump += (fr->port_max < a->max ? fr->port_max : a->max) - port;
+		a->shadowed++;
+		return 0;
+	}
+	if (port_shadowed(c->ctx, &sc->q, bpf_htons(port))) {
 		a->shadowed++;
 		return 0;
 	}
@@ -425,8 +436,8 @@ __noinline int nat_alloc(struct xdp_md *ctx)
 		return XDPR_NE_TABLE_FULL;
 	if (!a.port) {
 		nat_count_n(q->rule_id, XDPR_NE_PROBES, a.probes);
-		cur->next = (a.start + a.budget - 1) % a.range;
-		cur->scanned += a.budget - 1;
+		cur->next = (a.start + a.jump + a.budget - 1) % a.range;
+		cur->scanned += a.budget - 1 + a.jump;
 		if (cur->scanned >= a.range) {
 			cur->scanned = 0;
 			if (q->now >= cur->exhausted_until)
