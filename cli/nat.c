@@ -592,7 +592,8 @@ static int nat_flush(int argc, char **argv)
 	}
 	if ((ret = open_router(&x, XDPR_O_LOCK)))
 		return ret;
-	if (xdpr_nat_flush(&x, rules, &res))
+	/* every rule: source NAT and forwards, then 1:1 and NPTv6 */
+	if (xdpr_nat_flush(&x, rules, &res) || (rules && (xdpr_binat_flush(&x) || xdpr_npt_flush(&x))))
 		ret = fail(EXIT_FAIL, "%s", x.err);
 	else
 		print_gc(&res);

@@ -397,6 +397,25 @@ int xdpr_binat_del(struct xdpr *x, const char *dev, __be32 in_net, int plen)
 	return -ENOENT;
 }
 
+int xdpr_binat_flush(struct xdpr *x)
+{
+	int err;
+
+	if (x->fd[XM_BINAT] < 0)
+		return 0; /* an older router: none */
+	if ((err = maps_ok(x)))
+		return err;
+	for (__u32 id = 1; id < XDPR_BINAT_MAX; id++) {
+		struct xdpr_binat_rule r;
+
+		if (read_rule(x, id, &r) || !r.ifindex)
+			continue;
+		if ((err = del_one(x, &r)))
+			return err;
+	}
+	return 0;
+}
+
 int xdpr_binat_list(struct xdpr *x, struct xdpr_binat_info *out, int max)
 {
 	int ncpu = xdpr_ncpus(), n = 0;

@@ -590,6 +590,8 @@ int xdpr_npt_make(struct xdpr_npt_rule *r, const __u8 *inside, unsigned int insi
 int xdpr_npt_add(struct xdpr *x, const char *dev, const struct xdpr_npt_rule *r);
 /* Delete dev's rule of that inside prefix (inside NULL: all of dev's); -ENOENT when none. */
 int xdpr_npt_del(struct xdpr *x, const char *dev, const __u8 *inside, unsigned int plen);
+/* Delete every NPTv6 rule, in one commit (none, or no tables: 0). */
+int xdpr_npt_flush(struct xdpr *x);
 /* The live rules, in index order: how many, or -errno. */
 int xdpr_npt_list(struct xdpr *x, struct xdpr_npt_info *out, int max);
 /* ---- 1:1 NAT (IPv4 binat / netmap, loader/binat.c) ---- */
@@ -610,6 +612,8 @@ struct xdpr_binat_info {
 int xdpr_binat_add(struct xdpr *x, const char *dev, __be32 in_net, __be32 out_net, __u32 plen);
 /* DEV's rule for that inside prefix, or (plen < 0) every rule of DEV. */
 int xdpr_binat_del(struct xdpr *x, const char *dev, __be32 in_net, int plen);
+/* Delete every 1:1 rule, of every interface (none, or no maps: 0). */
+int xdpr_binat_flush(struct xdpr *x);
 /* Rules in id order with their counters; how many, or -errno. */
 int xdpr_binat_list(struct xdpr *x, struct xdpr_binat_info *out, int max);
 const char *xdpr_binat_event_name(int event);

@@ -314,6 +314,21 @@ int xdpr_npt_del(struct xdpr *x, const char *dev, const __u8 *inside, unsigned i
 	return commit(x, &cfg, &t);
 }
 
+int xdpr_npt_flush(struct xdpr *x)
+{
+	static struct xdpr_npt_tab t;
+	struct xdpr_cfg cfg;
+	int err;
+
+	if (x->fd[XM_NPT] < 0)
+		return 0; /* an older router: none */
+	err = read_tab(x, &cfg, &t);
+	if (err || !t.n)
+		return err;
+	memset(&t, 0, sizeof(t));
+	return commit(x, &cfg, &t);
+}
+
 int xdpr_npt_list(struct xdpr *x, struct xdpr_npt_info *out, int max)
 {
 	static struct xdpr_npt_tab t;

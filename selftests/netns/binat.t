@@ -230,4 +230,18 @@ ok "nat del binat r1 (every rule of r1)" xdpr nat del binat r1
 is "$(xdpr -j nat show | jq '[.[] | select(.kind == "binat")] | length')" 0 "no 1:1 rule left"
 is "$(udp "$C1" ask 40302 2 10.0.4.2:7000)" "timeout" "C1 untranslated again: S cannot answer"
 
+# ---- nat flush: every rule of every kind (source NAT and forwards, 1:1, NPTv6)
+ok "nat add binat r1 inside 10.0.1.0/24 outside 198.51.100.0/24 (again)" \
+	xdpr nat add binat r1 inside 10.0.1.0/24 outside 198.51.100.0/24
+ok "nat add out r1 masquerade" xdpr nat add out r1 masquerade
+ok "nat add npt r1 inside fd01:203:405::/48 outside 2001:db8:1::/48" \
+	xdpr nat add npt r1 inside fd01:203:405::/48 outside 2001:db8:1::/48
+is "$(xdpr -j nat show | jq -r '[.[] | .kind // "nat"] | sort | join(" ")')" "binat nat npt" "a rule of each kind listed"
+is "$(udp "$C1" ask 40303 3 10.0.4.2:7000)" "198.51.100.2:40303" "C1 is 198.51.100.2 (1:1 first)"
+ok "nat flush" xdpr nat flush
+is "$(xdpr -j nat show | jq -c .)" "[]" "nat flush: no rule of any kind left (1:1 and NPTv6 too)"
+is "$(xdpr save | grep -c '^nat ')" 0 "save: no nat line left"
+is "$(udp "$C1" ask 40304 2 10.0.4.2:7000)" "timeout" "after nat flush C1 leaves untranslated: S cannot answer"
+ok "link detach r1 needs no force: no 1:1 rule names it" xdpr link detach r1
+
 done_testing
