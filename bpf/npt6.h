@@ -170,6 +170,13 @@ __noinline int npt6_in(struct xdp_md *ctx, __u32 hit)
 		return STEP_NEXT;
 	if (hit >= XDPR_NPT_MAX)
 		return STEP_NEXT;
+	/*
+	 * Expiring here: left as it came, the kernel's time exceeded quotes
+	 * what the sender sent.  Translated, it would quote the inside address
+	 * to the outside (the reply leaves through the kernel, past npt6_out).
+	 */
+	if (ip6h->hop_limit <= 1)
+		return STEP_NEXT;
 	r = &t->r[hit];
 	ctr = bpf_map_lookup_elem(&xdpr_npt_stats, &hit);
 	q = npt6_quoted(ip6h, end);

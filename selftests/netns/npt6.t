@@ -188,12 +188,19 @@ diag "$tr"
 like "$(sed -n 2p <<<"$tr")" "fd01:203:405:1::1" "traceroute6 hop 1: R itself (the kernel answers, untranslated)"
 like "$(sed -n 3p <<<"$tr")" "2001:db8:ff::2" "traceroute6 hop 2: H's time exceeded, sent to $MAPPED, reached C1"
 like "$(sed -n 4p <<<"$tr")" "2001:db8:4::2" "traceroute6 hop 3: S"
+# from the outside, a hop limit that ends at R: the kernel's error must quote what H sent
+pe=$(T_TIMEOUT=10 in_ns "$H" ping -6 -c1 -W2 -t1 "$MAPPED" 2>&1)
+diag "$pe"
+like "$pe" "From 2001:db8:ff::1 .*(Time exceeded|Destination unreachable)" \
+	"hop limit 1 from H to $MAPPED: R answers with an ICMPv6 error"
 cap_stop in || fail "capture on c1 ended badly"
 cap_stop out || fail "capture on h0 ended badly"
 wire in >"$T_TMP/in.json"
 wire out >"$T_TMP/out.json"
 num "$(jq -s '[.[] | select(.src == "'$C1A'")] | length' "$T_TMP/in.json")" -ge 10 "c1 capture: C1's packets seen"
 is "$(jq -s '[.[] | select(.src == "'$C1A'" or .dst == "'$C1A'" or .qsrc == "'$C1A'" or .qdst == "'$C1A'")] | length' "$T_TMP/out.json")" 	0 "h0 capture: no inside address on the outside link (headers or quoted in errors)"
+num "$(jq -s '[.[] | select(.src == "2001:db8:ff::1" and .qdst == "'$MAPPED'")] | length' "$T_TMP/out.json")" -ge 1 \
+	"h0 capture: R's error about the hop-limit-1 packet quotes $MAPPED, as H sent it"
 for t in ICMPv6 UDP TCP; do
 	# what C1 sent beyond R (hop limit > 1; echo requests of the ICMPv6)
 	a=$(jq -s -c '[.[] | select(.src == "'$C1A'" and .type == "'$t'" and .hlim > 1 and (.dst | startswith("2001:db8:4:"))
@@ -210,7 +217,8 @@ num "$(jq -s '[.[] | select(.dst == "'$MAPPED'" and .icmp == 3 and .qsrc == "'$M
 num "$(jq -s '[.[] | select(.dst == "'$C1A'" and .icmp == 3 and .qsrc == "'$C1A'" and .src == "2001:db8:ff::2")] | length' "$T_TMP/in.json")" -ge 1 \
 	"c1: that error arrives at $C1A quoting $C1A (the quoted packet mapped back)"
 nout=$(jq -s '[.[] | select(.src == "'$MAPPED'")] | length' "$T_TMP/out.json")
-nin=$(jq -s '[.[] | select(.dst == "'$MAPPED'")] | length' "$T_TMP/out.json")
+# (not the one whose hop limit ends at R: it goes to the kernel as it came)
+nin=$(jq -s '[.[] | select(.dst == "'$MAPPED'" and .hlim > 1)] | length' "$T_TMP/out.json")
 num "$nout" -ge 50 "h0: $nout packets from $MAPPED"
 is "$(( $(npt_ctr translated_out) - o0 ))" "$nout" "translated_out grew by exactly the packets seen leaving with source $MAPPED"
 is "$(( $(npt_ctr translated_in) - i0 ))" "$nin" "translated_in grew by exactly the packets H sent to $MAPPED ($nin)"
