@@ -252,6 +252,9 @@ __noinline int npt6_out(struct xdp_md *ctx, int r)
 	}
 	if (egress != rule->ifindex)
 		return r;
+	/* a detached outside interface: nothing would map the replies back in */
+	if (r != XDPR_FWD && !bpf_map_lookup_elem(&xdpr_ifaces, &egress))
+		return r;
 	ctr = bpf_map_lookup_elem(&xdpr_npt_stats, &hit);
 	q = npt6_quoted(ip6h, end);
 	/* an error about a packet that came in translated: its destination out again */

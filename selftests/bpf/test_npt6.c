@@ -349,10 +349,23 @@ int main(void)
 	register_devs();
 	rules_on(true);
 
-	printf("1..%d\n", NCASES + 2);
+	printf("1..%d\n", NCASES + 3);
 	for (int i = 0; i < NCASES; i++) {
 		cur_step = NULL;
 		tap(run_case(&cases[i], cases[i].hop1), cases[i].name, NULL);
+	}
+	/* r1 detached (out of xdpr_ifaces), its rule kept: not applied, the kernel forwards it as it is */
+	{
+		static const struct tcase detached = {
+			"r1 detached: fd01:203:405:1::2 to the kernel untranslated (no one would map replies in)",
+			"r0", "fd01:203:405:1::2", "2001:db8:4::2", NULL, NULL, XDP_PASS, NULL, NULL, NULL, NULL,
+			0, 0, 0, 0, 0, 0, 0 };
+		int ifaces = bpf_map__fd(skel->maps.xdpr_ifaces);
+
+		if (bpf_map_delete_elem(ifaces, &if_r1))
+			die("cannot take r1 out of xdpr_ifaces: %s", strerror(errno));
+		tap(run_case(&detached, false), detached.name, NULL);
+		register_devs();
 	}
 	/* without the cfg bit the same frame goes through as it is */
 	rules_on(false);
