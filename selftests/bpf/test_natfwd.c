@@ -12,6 +12,7 @@
  *   3  udp     dport 5300-5309      to 10.0.1.3:6300-6309  (range to range)
  *   4  tcp     dport 7300-7309      to 10.0.1.2:7400  (range to one port)
  *   5  tcp     dport 8080           to 10.0.1.2:80
+ *   6  tcp     dport 6000           to 10.0.1.77      (no neighbour)
  * and, as in every NAT table case, masquerade rule 1 on r1 for 0.0.0.0/0.
  *
  * Every step checks the verdict, exactly one reason counter, the bytes out
@@ -25,11 +26,13 @@
 #define _GNU_SOURCE
 #include "nat_table.h"
 
+#define NONB    "10.0.1.77" /* on r0, no neighbour entry */
 #define R_SAME  2
 #define R_RANGE 3
 #define R_ONE   4
 #define R_TCP   5
-#define R_PEND  6   /* written, never committed (t_uncommitted) */
+#define R_NONB  6
+#define R_PEND  7   /* written, never committed (t_uncommitted) */
 #define R_FIRST R_SAME
 #define R_LAST  R_PEND
 #define NFR     (R_LAST - R_FIRST + 1)
@@ -48,6 +51,7 @@ static const struct fwd_rule fwds[] = {
 	{ R_RANGE, IPPROTO_UDP, 5300, 5309, IN3, 6300, 0 },
 	{ R_ONE, IPPROTO_TCP, 7300, 7309, IN2, 7400, 1 },
 	{ R_TCP, IPPROTO_TCP, 8080, 8080, IN2, 80, 0 },
+	{ R_NONB, IPPROTO_TCP, 6000, 6000, NONB, 0, 0 },
 };
 
 static const struct fwd_rule pend = { R_PEND, IPPROTO_TCP, 9000, 9000, IN2, 0, 0 };
@@ -117,7 +121,7 @@ static void fwd_add(const struct fwd_rule *f, bool commit)
 		die("cannot commit forward %u: %s", f->id, strerror(errno));
 }
 
-/* Independent case: fresh() (empty tables, masquerade rule 1), the four forwards committed. */
+/* Independent case: fresh() (empty tables, masquerade rule 1), the forwards of fwds[] committed. */
 static void fresh_fwd(void)
 {
 	fresh();
@@ -602,6 +606,142 @@ static bool t_reflect_uncovered(void)
 }
 
 /*
+ * XDP's time exceeded about k arriving on dev (icmp4_send): from the
+ * address k was sent to, back to its sender's MAC, TOS 0xc0, ID 0, TTL 64,
+ * quoting the packet as it arrived (IP header + 8 bytes).
+ */
+static void ttl_answer(struct frame *w, const char *dev, const struct pkt *k)
+{
+	__u8 qb[FRAME_MAX], peer[6], *b = w->b + ETH_HLEN;
+	struct pkt e = icmp_err(k->dst, k->src, 11, 0, k, 28, qb);
+
+	mac_parse(dev_get(dev)->peer_mac, peer);
+	mkframe(w, peer, dev_get(dev)->hw, &e);
+	b[1] = 0xc0;
+	put16(b + 4, 0);
+	put16(b + 10, 0);
+	put16(b + 10, ~fold(sum16(b, 20, 0)));
+}
+
+/* TTL 1 to a forwarded port: answered from XDP before any translation; no session. */
+static bool t_ttl1(void)
+{
+	struct pkt k = { .src = REM, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 40000, .dport = 2222,
+			 .flags = TCP_SYN, .plen = NONE, .ttl = 1 };
+	struct frame f, w;
+	bool ok;
+
+	fresh_fwd();
+	in_frame(&f, "r1", &k);
+	ttl_answer(&w, "r1", &k);
+	ok = fstep("tcp SYN TTL 1 to 10.0.2.1:2222 -> time exceeded from 10.0.2.1 (XDP_TX), quoting it untranslated",
+		   "r1", &f, XDPR_TX_ICMP_TTL, &w, NOEV, 0, NOEV);
+	ok &= expect(map_count(ct_fd) == 0, "%d session halves, expected none", map_count(ct_fd));
+	return ok;
+}
+
+/*
+ * The inside host's MAC unknown: the first packet goes to the kernel
+ * translated (it resolves the neighbour and forwards it), its session made.
+ */
+static bool t_no_neigh(void)
+{
+	struct pkt k = { .src = REM, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 40000, .dport = 6000,
+			 .flags = TCP_SYN, .plen = NONE };
+	struct pkt x = dnat(k, NONB, 6000, false);
+	struct frame f, w;
+	bool ok;
+
+	fresh_fwd();
+	in_frame(&f, "r1", &k);
+	in_frame(&w, "r1", &x);
+	ok = fstep("SYN to 10.0.2.1:6000 => 10.0.1.77:6000, no neighbour -> pass_fib_no_neigh, translated", "r1",
+		   &f, XDPR_PASS_FIB_NO_NEIGH, &w, NOEV, R_NONB, EV(NEW, XIN));
+	ok &= fwd_sess("session", NONB, 6000, REM, 40000, IPPROTO_TCP, 6000, R_NONB, XDPR_CT_SEEN_IN);
+	return ok;
+}
+
+/*
+ * Range to one port, one client socket on two ports of the range: both are
+ * the same inside flow (10.0.1.2:7400 <-> 10.0.2.2:42000), the second is
+ * dropped (README: drop_nat_busy, where the kernel remaps the port).
+ */
+static bool t_one_clash(void)
+{
+	struct flow a = { REM, 42000, IPPROTO_TCP, 7300, IN2, 7400, R_ONE };
+	struct pkt k = { .src = REM, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 42000, .dport = 7301,
+			 .flags = TCP_SYN, .plen = NONE };
+	struct pkt x = dnat(k, IN2, 7400, false);
+	struct frame f, w;
+	bool ok;
+
+	fresh_fwd();
+	ok = flow_in("SYN 10.0.2.2:42000 -> 10.0.2.1:7300 => 10.0.1.2:7400", &a, TCP_SYN, NONE, EV(NEW, XIN));
+	in_frame(&f, "r1", &k);
+	/* dropped after its translation (the session comes last): the bytes never leave */
+	in_frame(&w, "r1", &x);
+	ok &= fstep("SYN 10.0.2.2:42000 -> 10.0.2.1:7301, the same inside flow -> drop_nat_busy", "r1", &f,
+		    XDPR_DROP_NAT_BUSY, &w, NOEV, R_ONE, EV([XDPR_NE_BUSY] = 1));
+	ok &= fwd_sess("the first session kept", IN2, 7400, REM, 42000, IPPROTO_TCP, 7300, R_ONE, XDPR_CT_SEEN_IN);
+	return ok;
+}
+
+/*
+ * A reflected packet whose TTL runs out here: as a forward's packet from
+ * outside (t_ttl1) and as nft's dnat + forward would, time exceeded to the
+ * client from 10.0.2.1, quoting the packet as it came; no session, no
+ * binding made for it.
+ */
+static bool t_reflect_ttl1(void)
+{
+	struct pkt c = { .src = IN3, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 7000, .dport = 2222,
+			 .flags = TCP_SYN, .plen = NONE, .ttl = 1 };
+	struct frame f, w;
+	bool ok;
+
+	fresh_fwd();
+	in_frame(&f, "r0", &c);
+	ttl_answer(&w, "r0", &c);
+	ok = fstep("reflected SYN 10.0.1.3:7000 -> 10.0.2.1:2222 TTL 1 -> time exceeded from 10.0.2.1, untranslated",
+		   "r0", &f, XDPR_TX_ICMP_TTL, &w, NOEV, 0, NOEV);
+	ok &= no_sess("no client session", IN3, OUTA, 7000, 2222, IPPROTO_TCP);
+	ok &= expect(map_count(bind_fd) == 0, "%d bindings, expected none", map_count(bind_fd));
+	return ok;
+}
+
+/*
+ * The server's ICMP error about a reflected flow (udp to a closed port):
+ * translated as its data is, back to the client: from 10.0.2.1, quoting
+ * the datagram as the client sent it (10.0.1.3:7000 -> 10.0.2.1:2222).
+ */
+static bool t_reflect_err(void)
+{
+	struct pkt c = { .src = IN3, .dst = OUTA, .sport = 7000, .dport = 2222 };
+	struct pkt x = dnat(snat(c, OUTA, 7000, true), IN2, 2222, false);
+	struct pkt q = x, qc = c, e, ex;
+	__u8 qb[FRAME_MAX], wb[FRAME_MAX];
+	struct frame f, w;
+	bool ok;
+
+	fresh_fwd();
+	in_frame(&f, "r0", &c);
+	fwd_frame(&w, "r0", &x);
+	ok = fstep("udp 10.0.1.3:7000 -> 10.0.2.1:2222 => from 10.0.2.1:7000 to 10.0.1.2:2222", "r0", &f, XDPR_FWD,
+		   &w, EV(XOUT, NEW, KEPT), R_SAME, EV(NEW, XIN, [XDPR_NE_HAIRPIN] = 1));
+	/* 10.0.1.2 answers port unreachable, quoting what it got */
+	e = icmp_err(IN2, OUTA, 3, 3, &q, 0, qb);
+	qc.ttl = 63;
+	ex = icmp_err(OUTA, IN3, 3, 3, &qc, 0, wb);
+	ex.ttl = 63;
+	in_frame(&f, "r0", &e);
+	fwd_frame(&w, "r0", &ex);
+	ok &= fstep("10.0.1.2 port unreachable about it -> to 10.0.1.3 from 10.0.2.1, quoting the client's datagram",
+		    "r0", &f, XDPR_FWD, &w, EV([XDPR_NE_ICMP_ERR_IN] = 1, [XDPR_NE_HAIRPIN] = 1), R_SAME,
+		    EV([XDPR_NE_ICMP_ERR_OUT] = 1));
+	return ok;
+}
+
+/*
  * A frame cut inside its IPv4 header, run as step() would, but with no
  * checksum of the output to recompute: it must come back as it went in.
  */
@@ -762,6 +902,15 @@ static const struct {
 	{ "the allocator skips forwarded ports (udp), not another protocol's (tcp)", t_alloc_skips, NULL },
 	{ "reflection: client -> 10.0.2.1:2222 reaches 10.0.1.2, replies back, hairpinned", t_reflect, NULL },
 	{ "reflection of a client no source NAT rule covers: to the kernel", t_reflect_uncovered, NULL },
+	{ "reflection, TTL 1: time exceeded, untranslated, no session", t_reflect_ttl1,
+	  "defect: reflected TTL 1 goes to the kernel as pass_ttl with its source already masqueraded "
+	  "(10.0.2.1:7000, a martian for the kernel) and a session and binding made" },
+	{ "reflection: the server's icmp error back to the client", t_reflect_err,
+	  "defect: an icmp error about a reflected flow is not translated (nat4_hairpin skips ICMP): "
+	  "pass_fib_not_fwded, the client never learns" },
+	{ "TTL 1 to a forwarded port: time exceeded from XDP, untranslated", t_ttl1, NULL },
+	{ "inside host without neighbour: to the kernel translated, session made", t_no_neigh, NULL },
+	{ "range to one port, one client socket on two ports: the second dropped", t_one_clash, NULL },
 	{ "cut frames to (and from) a forwarded port: as without the forward", t_cut, NULL },
 	{ "a forward whose slot is not committed is ignored", t_uncommitted, NULL },
 };
