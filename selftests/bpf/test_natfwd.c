@@ -13,6 +13,7 @@
  *   4  tcp     dport 7300-7309      to 10.0.1.2:7400  (range to one port)
  *   5  tcp     dport 8080           to 10.0.1.2:80
  *   6  tcp     dport 6000           to 10.0.1.77      (no neighbour)
+ *   7  tcp+udp 198.51.100.7 dport 443 to 10.0.1.3:8443 (an address not r1's)
  * and, as in every NAT table case, masquerade rule 1 on r1 for 0.0.0.0/0.
  *
  * Every step checks the verdict, exactly one reason counter, the bytes out
@@ -27,12 +28,14 @@
 #include "nat_table.h"
 
 #define NONB    "10.0.1.77" /* on r0, no neighbour entry */
+#define OTHER   "198.51.100.7" /* not the router's: the upstream routes it to r1 */
 #define R_SAME  2
 #define R_RANGE 3
 #define R_ONE   4
 #define R_TCP   5
 #define R_NONB  6
-#define R_PEND  7   /* written, never committed (t_uncommitted) */
+#define R_OTHER 7
+#define R_PEND  8   /* written, never committed (t_uncommitted) */
 #define R_FIRST R_SAME
 #define R_LAST  R_PEND
 #define NFR     (R_LAST - R_FIRST + 1)
@@ -44,17 +47,28 @@ struct fwd_rule {
 	const char *to;
 	__u16 tport;        /* first inside port; 0: the outside ones */
 	__u8 one;           /* every outside port to tport */
+	const char *addr;   /* outside address; NULL: r1's, 10.0.2.1 */
 };
 
 static const struct fwd_rule fwds[] = {
-	{ R_SAME, 0, 2222, 2222, IN2, 0, 0 },
-	{ R_RANGE, IPPROTO_UDP, 5300, 5309, IN3, 6300, 0 },
-	{ R_ONE, IPPROTO_TCP, 7300, 7309, IN2, 7400, 1 },
-	{ R_TCP, IPPROTO_TCP, 8080, 8080, IN2, 80, 0 },
-	{ R_NONB, IPPROTO_TCP, 6000, 6000, NONB, 0, 0 },
+	{ R_SAME, 0, 2222, 2222, IN2, 0, 0, NULL },
+	{ R_RANGE, IPPROTO_UDP, 5300, 5309, IN3, 6300, 0, NULL },
+	{ R_ONE, IPPROTO_TCP, 7300, 7309, IN2, 7400, 1, NULL },
+	{ R_TCP, IPPROTO_TCP, 8080, 8080, IN2, 80, 0, NULL },
+	{ R_NONB, IPPROTO_TCP, 6000, 6000, NONB, 0, 0, NULL },
+	{ R_OTHER, 0, 443, 443, IN3, 8443, 0, OTHER },
 };
 
-static const struct fwd_rule pend = { R_PEND, IPPROTO_TCP, 9000, 9000, IN2, 0, 0 };
+static const struct fwd_rule pend = { R_PEND, IPPROTO_TCP, 9000, 9000, IN2, 0, 0, NULL };
+
+/* The outside address of forward rule id. */
+static const char *fwd_out(__u32 id)
+{
+	for (size_t i = 0; i < sizeof(fwds) / sizeof(fwds[0]); i++)
+		if (fwds[i].id == id)
+			return fwds[i].addr ?: OUTA;
+	return OUTA;
+}
 
 static int fwd_fd;
 
@@ -74,7 +88,7 @@ static struct xdpr_nat_rule fwd_slot(const struct fwd_rule *f)
 {
 	struct xdpr_nat_rule r = {
 		.ifindex = dev_get("r1")->ifindex, .flags = XDPR_NAT_FWD, .fwd_to = ip(f->to),
-		.fwd_port = f->tport, .fwd_proto = f->proto, .fwd_one = f->one, .pool_first = ip(OUTA),
+		.fwd_port = f->tport, .fwd_proto = f->proto, .fwd_one = f->one, .pool_first = ip(f->addr ?: OUTA),
 		.pool_count = 1, .port_min = f->pmin, .port_max = f->pmax, .pending = 1,
 	};
 
@@ -182,8 +196,9 @@ static bool fwd_sess(const char *what, const char *in, __u16 inp, const char *re
 		     __u16 outp, __u32 rule, __u8 state)
 {
 	struct xdpr_ct_key ko = ct_key(in, rem, inp, remp, proto, XDPR_CT_OUT);
-	struct xdpr_ct_key ki = ct_key(rem, OUTA, remp, outp, proto, XDPR_CT_IN);
-	struct xdpr_bind_key bk = { .out_addr = ip(OUTA), .out_port = htons(outp), .proto = proto };
+	const char *out = fwd_out(rule);
+	struct xdpr_ct_key ki = ct_key(rem, out, remp, outp, proto, XDPR_CT_IN);
+	struct xdpr_bind_key bk = { .out_addr = ip(out), .out_port = htons(outp), .proto = proto };
 	struct xdpr_ct_val vo, vi;
 	struct xdpr_bind b;
 	bool ok = true;
@@ -192,15 +207,15 @@ static bool fwd_sess(const char *what, const char *in, __u16 inp, const char *re
 	if (!ct_get(&ko, &vo)) {
 		note("no outbound half {%s, %s, %u, %u, proto %u, dir 0}", in, rem, inp, remp, proto);
 		ok = false;
-	} else if (vo.xaddr != ip(OUTA) || ntohs(vo.xport) != outp || vo.rule != rule || vo.bind_gen ||
+	} else if (vo.xaddr != ip(out) || ntohs(vo.xport) != outp || vo.rule != rule || vo.bind_gen ||
 		   vo.state != state || !vo.created || !vo.last_seen) {
 		note("outbound half: %s:%u rule %u gen %llu state 0x%x; expected %s:%u rule %u gen 0 state 0x%x",
-		     ipstr(vo.xaddr), ntohs(vo.xport), vo.rule, (unsigned long long)vo.bind_gen, vo.state, OUTA,
+		     ipstr(vo.xaddr), ntohs(vo.xport), vo.rule, (unsigned long long)vo.bind_gen, vo.state, out,
 		     outp, rule, state);
 		ok = false;
 	}
 	if (!ct_get(&ki, &vi)) {
-		note("no inbound half {%s, %s, %u, %u, proto %u, dir 1}", rem, OUTA, remp, outp, proto);
+		note("no inbound half {%s, %s, %u, %u, proto %u, dir 1}", rem, out, remp, outp, proto);
 		ok = false;
 	} else if (vi.xaddr != ip(in) || ntohs(vi.xport) != inp || vi.rule != rule || vi.bind_gen ||
 		   vi.state != state) {
@@ -210,7 +225,7 @@ static bool fwd_sess(const char *what, const char *in, __u16 inp, const char *re
 		ok = false;
 	}
 	if (!bpf_map_lookup_elem(bind_fd, &bk, &b)) {
-		note("a binding on the forwarded port %s:%u: %s:%u rule %u", OUTA, outp, ipstr(b.in_addr),
+		note("a binding on the forwarded port %s:%u: %s:%u rule %u", out, outp, ipstr(b.in_addr),
 		     ntohs(b.in_port), b.rule);
 		ok = false;
 	}
@@ -237,7 +252,8 @@ struct flow {
 /* Client -> 10.0.2.1:outp arriving on r1, leaving r0 to in:inp. */
 static bool flow_in(const char *what, const struct flow *fl, __u8 flags, int plen, struct evs fev)
 {
-	struct pkt k = { .src = fl->rem, .dst = OUTA, .proto = fl->proto, .sport = fl->remp, .dport = fl->outp,
+	struct pkt k = { .src = fl->rem, .dst = fwd_out(fl->rule), .proto = fl->proto, .sport = fl->remp,
+			 .dport = fl->outp,
 			 .flags = flags, .plen = plen };
 	struct pkt x = dnat(k, fl->in, fl->inp, true);
 	struct frame f, w;
@@ -252,7 +268,7 @@ static bool flow_out(const char *what, const struct flow *fl, __u8 flags, int pl
 {
 	struct pkt k = { .src = fl->in, .dst = fl->rem, .proto = fl->proto, .sport = fl->inp, .dport = fl->remp,
 			 .flags = flags, .plen = plen };
-	struct pkt x = snat(k, OUTA, fl->outp, true);
+	struct pkt x = snat(k, fwd_out(fl->rule), fl->outp, true);
 	struct frame f, w;
 
 	in_frame(&f, "r0", &k);
@@ -381,10 +397,10 @@ static bool err_from_server(const char *what, const struct flow *fl, __u8 type, 
 			 .ttl = 63, .plen = 64 }, qx = q, e, x;
 	struct frame f, w;
 
-	qx.dst = OUTA;
+	qx.dst = fwd_out(fl->rule);
 	qx.dport = fl->outp;
 	e = icmp_err(fl->in, fl->rem, type, code, &q, quote, qb);
-	x = icmp_err(OUTA, fl->rem, type, code, &qx, quote, wb);
+	x = icmp_err(fwd_out(fl->rule), fl->rem, type, code, &qx, quote, wb);
 	x.ttl = 63;
 	in_frame(&f, "r0", &e);
 	fwd_frame(&w, "r1", &x);
@@ -400,13 +416,14 @@ static bool err_about_reply(const char *what, const struct flow *fl, const char 
 			    int quote)
 {
 	__u8 qb[FRAME_MAX], wb[FRAME_MAX];
-	struct pkt q = { .src = OUTA, .dst = fl->rem, .proto = fl->proto, .sport = fl->outp, .dport = fl->remp,
+	struct pkt q = { .src = fwd_out(fl->rule), .dst = fl->rem, .proto = fl->proto, .sport = fl->outp,
+			 .dport = fl->remp,
 			 .ttl = type == 11 ? 1 : 63, .plen = 64 }, qx = q, e, x;
 	struct frame f, w;
 
 	qx.src = fl->in;
 	qx.sport = fl->inp;
-	e = icmp_err(from, OUTA, type, code, &q, quote, qb);
+	e = icmp_err(from, fwd_out(fl->rule), type, code, &q, quote, qb);
 	x = icmp_err(from, fl->in, type, code, &qx, quote, wb);
 	x.ttl = 63;
 	in_frame(&f, "r1", &e);
@@ -546,18 +563,49 @@ static bool t_alloc_skips(void)
 }
 
 /*
+ * With rule 1's whole range (1024-65535): a server opening a flow of its
+ * own from its forwarded port 2222 (no forward session: to 10.0.2.3:53)
+ * is masqueraded, but not to 10.0.2.1:2222, nor to any port a forward owns.
+ */
+static bool t_alloc_own_flow(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM3, .sport = 2222, .dport = 53 };
+	struct result *r = calloc(1, sizeof(*r));
+	struct frame f, w;
+	struct pkt x;
+	__u16 p = 0;
+	bool ok;
+
+	if (!r)
+		die("out of memory");
+	fresh_fwd();
+	in_frame(&f, "r0", &k);
+	run("r0", &f, r);
+	ok = out_of(IN2, REM3, 2222, 53, IPPROTO_UDP, NULL, &p);
+	note("outside port %u", p);
+	ok &= expect(p != 2222 && !(p >= 5300 && p <= 5309) && p != 443,
+		     "outside port %u is a forwarded udp port", p);
+	x = snat(k, OUTA, p, true);
+	fwd_frame(&w, "r1", &x);
+	ok &= check("udp 10.0.1.2:2222 -> 10.0.2.3:53, no forward session: masqueraded elsewhere", r, XDPR_FWD,
+		    &w, EV(XOUT, NEW, [XDPR_NE_PORT_SHADOWED] = 1));
+	free(r);
+	return ok;
+}
+
+/*
  * Reflection: 10.0.1.3:7000 -> 10.0.2.1:2222 from inside.  Its source is
  * masqueraded by rule 1 (10.0.2.1:7000, port kept), then forward 2 takes
  * it to 10.0.1.2:2222: hairpinned, counted on the forward.  The server's
  * reply to 10.0.2.1:7000 hairpins back through the client's binding
  * (counted on rule 1) from 10.0.2.1:2222.
  */
-static bool reflect_step(const char *what, bool from_client, __u8 flags, int plen, struct evs masq,
-			 struct evs fev)
+static bool reflect_step(const char *what, __u8 proto, bool from_client, __u8 flags, int plen,
+			 struct evs masq, struct evs fev)
 {
-	struct pkt c = { .src = IN3, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 7000, .dport = 2222,
+	struct pkt c = { .src = IN3, .dst = OUTA, .proto = proto, .sport = 7000, .dport = 2222,
 			 .flags = flags, .plen = plen };
-	struct pkt s = { .src = IN2, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 2222, .dport = 7000,
+	struct pkt s = { .src = IN2, .dst = OUTA, .proto = proto, .sport = 2222, .dport = 7000,
 			 .flags = flags, .plen = plen };
 	struct pkt k = from_client ? c : s;
 	struct pkt x = snat(k, OUTA, k.sport, true);
@@ -574,17 +622,78 @@ static bool t_reflect(void)
 	bool ok;
 
 	fresh_fwd();
-	ok = reflect_step("SYN 10.0.1.3:7000 -> 10.0.2.1:2222 => from 10.0.2.1:7000 to 10.0.1.2:2222", true,
-			  TCP_SYN, NONE, EV(XOUT, NEW, KEPT), EV(NEW, XIN, [XDPR_NE_HAIRPIN] = 1));
+	ok = reflect_step("SYN 10.0.1.3:7000 -> 10.0.2.1:2222 => from 10.0.2.1:7000 to 10.0.1.2:2222", IPPROTO_TCP,
+			  true, TCP_SYN, NONE, EV(XOUT, NEW, KEPT), EV(NEW, XIN, [XDPR_NE_HAIRPIN] = 1));
 	ok &= fwd_sess("reflected session", IN2, 2222, OUTA, 7000, IPPROTO_TCP, 2222, R_SAME, XDPR_CT_SEEN_IN);
 	ok &= check_sess("client's session", &(struct sess){ IN3, OUTA, OUTA, 7000, 2222, 7000, IPPROTO_TCP,
 							     XDPR_CT_SEEN_OUT, 1, 1 });
-	ok &= reflect_step("SYN-ACK 10.0.1.2:2222 -> 10.0.2.1:7000 => from 10.0.2.1:2222 to 10.0.1.3:7000", false,
-			   TCP_SYN | TCP_ACK, NONE, EV(XIN, [XDPR_NE_HAIRPIN] = 1), EV(XOUT));
-	ok &= reflect_step("established: ACK from the client", true, TCP_ACK, 100,
-			   EV(XOUT), EV(XIN, [XDPR_NE_HAIRPIN] = 1));
-	ok &= reflect_step("established: data from the server", false, TCP_PSH | TCP_ACK, 333,
+	ok &= reflect_step("SYN-ACK 10.0.1.2:2222 -> 10.0.2.1:7000 => from 10.0.2.1:2222 to 10.0.1.3:7000",
+			   IPPROTO_TCP, false, TCP_SYN | TCP_ACK, NONE, EV(XIN, [XDPR_NE_HAIRPIN] = 1), EV(XOUT));
+	ok &= reflect_step("established: ACK from the client", IPPROTO_TCP, true, TCP_ACK, 100, EV(XOUT),
+			   EV(XIN, [XDPR_NE_HAIRPIN] = 1));
+	ok &= reflect_step("established: data from the server", IPPROTO_TCP, false, TCP_PSH | TCP_ACK, 333,
 			   EV(XIN, [XDPR_NE_HAIRPIN] = 1), EV(XOUT));
+	return ok;
+}
+
+static bool t_reflect_udp(void)
+{
+	bool ok;
+
+	fresh_fwd();
+	ok = reflect_step("udp 10.0.1.3:7000 -> 10.0.2.1:2222 => from 10.0.2.1:7000 to 10.0.1.2:2222", IPPROTO_UDP,
+			  true, 0, 0, EV(XOUT, NEW, KEPT), EV(NEW, XIN, [XDPR_NE_HAIRPIN] = 1));
+	ok &= reflect_step("reply 10.0.1.2:2222 -> 10.0.2.1:7000 => from 10.0.2.1:2222 to 10.0.1.3:7000",
+			   IPPROTO_UDP, false, 0, 40, EV(XIN, [XDPR_NE_HAIRPIN] = 1), EV(XOUT));
+	ok &= reflect_step("again from the client", IPPROTO_UDP, true, 0, 100, EV(XOUT),
+			   EV(XIN, [XDPR_NE_HAIRPIN] = 1));
+	ok &= reflect_step("again from the server", IPPROTO_UDP, false, 0, 333, EV(XIN, [XDPR_NE_HAIRPIN] = 1),
+			   EV(XOUT));
+	return ok;
+}
+
+/*
+ * A forward on 198.51.100.7, an address the upstream routes to r1: from
+ * outside both ways (the server's replies keep the forward's address,
+ * though rule 1 masquerades it as 10.0.2.1), an ICMP error from the
+ * server; from inside, the FIB sends the packet to the upstream
+ * (masqueraded), which sends it back to r1, where the forward takes it;
+ * the server's reply to 10.0.2.1 hairpins to the client from
+ * 198.51.100.7:443.
+ */
+static bool t_other_addr(void)
+{
+	struct flow fl = { REM, 40000, IPPROTO_TCP, 443, IN3, 8443, R_OTHER };
+	struct flow u = { REM3, 4000, IPPROTO_UDP, 443, IN3, 8443, R_OTHER };
+	struct pkt c = { .src = IN2, .dst = OTHER, .proto = IPPROTO_TCP, .sport = 7100, .dport = 443,
+			 .flags = TCP_SYN, .plen = NONE };
+	struct pkt x = snat(c, OUTA, 7100, true), back, sv;
+	struct frame f, w;
+	__u8 gw[6];
+	bool ok;
+
+	fresh_fwd();
+	ok = flow_both("tcp 10.0.2.2:40000 -> 198.51.100.7:443 => 10.0.1.3:8443", &fl);
+	ok &= flow_in("udp 10.0.2.3:4000 -> 198.51.100.7:443 => 10.0.1.3:8443", &u, 0, 0, EV(NEW, XIN));
+	ok &= err_from_server("10.0.1.3 port unreachable about it: from 198.51.100.7", &u, 3, 3, 0);
+	in_frame(&f, "r0", &c);
+	neigh_mac(REM, gw); /* the default route's gateway */
+	mkframe(&w, gw, dev_get("r1")->hw, &x);
+	ok &= fstep("inside: SYN 10.0.1.2:7100 -> 198.51.100.7:443 -> upstream, masqueraded", "r0", &f, XDPR_FWD,
+		    &w, EV(XOUT, NEW, KEPT), 0, NOEV);
+	back = x;
+	in_frame(&f, "r1", &back);
+	x = dnat(back, IN3, 8443, true);
+	fwd_frame(&w, "r0", &x);
+	ok &= fstep("back from upstream: 10.0.2.1:7100 -> 198.51.100.7:443 => 10.0.1.3:8443", "r1", &f, XDPR_FWD,
+		    &w, NOEV, R_OTHER, EV(NEW, XIN));
+	sv = (struct pkt){ .src = IN3, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 8443, .dport = 7100,
+			   .flags = TCP_SYN | TCP_ACK, .plen = NONE };
+	in_frame(&f, "r0", &sv);
+	x = dnat(snat(sv, OTHER, 443, true), IN2, 7100, false);
+	fwd_frame(&w, "r0", &x);
+	ok &= fstep("SYN-ACK 10.0.1.3:8443 -> 10.0.2.1:7100 => from 198.51.100.7:443 to 10.0.1.2:7100 (hairpin)",
+		    "r0", &f, XDPR_FWD, &w, EV(XIN, [XDPR_NE_HAIRPIN] = 1), R_OTHER, EV(XOUT));
 	return ok;
 }
 
@@ -900,7 +1009,10 @@ static const struct {
 	{ "r1 without source NAT rules: replies and errors translated back", t_reply_no_rules, NULL },
 	{ "forward beside masquerade: the masqueraded flow as before", t_masq_beside, NULL },
 	{ "the allocator skips forwarded ports (udp), not another protocol's (tcp)", t_alloc_skips, NULL },
+	{ "the server's own flow from its forwarded port: masqueraded to another port", t_alloc_own_flow, NULL },
+	{ "a forward on an address the upstream routes to the router", t_other_addr, NULL },
 	{ "reflection: client -> 10.0.2.1:2222 reaches 10.0.1.2, replies back, hairpinned", t_reflect, NULL },
+	{ "reflection, udp: both ways twice", t_reflect_udp, NULL },
 	{ "reflection of a client no source NAT rule covers: to the kernel", t_reflect_uncovered, NULL },
 	{ "reflection, TTL 1: time exceeded, untranslated, no session", t_reflect_ttl1,
 	  "defect: reflected TTL 1 goes to the kernel as pass_ttl with its source already masqueraded "
@@ -926,6 +1038,9 @@ int main(void)
 	}
 	table_init();
 	fwd_fd = bpf_map__fd(skel->maps.xdpr_nat_fwd);
+	/* the upstream: everything else, 198.51.100.7 included, is behind 10.0.2.2 */
+	if (sh("/sbin/ip route add default via %s dev r1", REM))
+		die("cannot add the default route");
 	printf("1..%d\n", NCASES);
 	for (int i = 0; i < NCASES; i++) {
 		bool ok = cases[i].fn();
