@@ -72,18 +72,6 @@ static const char *fwd_out(__u32 id)
 
 static int fwd_fd;
 
-static void iface_flag(const char *name, __u32 flag, bool on)
-{
-	struct dev *d = dev_get(name);
-	struct xdpr_iface c;
-
-	if (bpf_map_lookup_elem(ifaces_fd, &d->ifindex, &c))
-		die("cannot read xdpr_ifaces[%s]", name);
-	c.flags = on ? c.flags | flag : c.flags & ~flag;
-	if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_EXIST))
-		die("cannot write xdpr_ifaces[%s]", name);
-}
-
 static struct xdpr_nat_rule fwd_slot(const struct fwd_rule *f)
 {
 	struct xdpr_nat_rule r = {
@@ -732,21 +720,26 @@ static void ttl_answer(struct frame *w, const char *dev, const struct pkt *k)
 	put16(b + 10, ~fold(sum16(b, 20, 0)));
 }
 
-/* TTL 1 to a forwarded port: answered from XDP before any translation; no session. */
-static bool t_ttl1(void)
+/* k arriving on dev with TTL 1: answered from XDP before any translation; no session, no binding. */
+static bool ttl1(const char *what, const char *dev, const struct pkt *k)
 {
-	struct pkt k = { .src = REM, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 40000, .dport = 2222,
-			 .flags = TCP_SYN, .plen = NONE, .ttl = 1 };
 	struct frame f, w;
 	bool ok;
 
 	fresh_fwd();
-	in_frame(&f, "r1", &k);
-	ttl_answer(&w, "r1", &k);
-	ok = fstep("tcp SYN TTL 1 to 10.0.2.1:2222 -> time exceeded from 10.0.2.1 (XDP_TX), quoting it untranslated",
-		   "r1", &f, XDPR_TX_ICMP_TTL, &w, NOEV, 0, NOEV);
+	in_frame(&f, dev, k);
+	ttl_answer(&w, dev, k);
+	ok = fstep(what, dev, &f, XDPR_TX_ICMP_TTL, &w, NOEV, 0, NOEV);
 	ok &= expect(map_count(ct_fd) == 0, "%d session halves, expected none", map_count(ct_fd));
+	ok &= expect(map_count(bind_fd) == 0, "%d bindings, expected none", map_count(bind_fd));
 	return ok;
+}
+
+static bool t_ttl1(void)
+{
+	return ttl1("tcp SYN TTL 1 to 10.0.2.1:2222 -> time exceeded from 10.0.2.1 (XDP_TX), quoting it untranslated",
+		    "r1", &(struct pkt){ .src = REM, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 40000, .dport = 2222,
+					 .flags = TCP_SYN, .plen = NONE, .ttl = 1 });
 }
 
 /*
@@ -803,19 +796,9 @@ static bool t_one_clash(void)
  */
 static bool t_reflect_ttl1(void)
 {
-	struct pkt c = { .src = IN3, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 7000, .dport = 2222,
-			 .flags = TCP_SYN, .plen = NONE, .ttl = 1 };
-	struct frame f, w;
-	bool ok;
-
-	fresh_fwd();
-	in_frame(&f, "r0", &c);
-	ttl_answer(&w, "r0", &c);
-	ok = fstep("reflected SYN 10.0.1.3:7000 -> 10.0.2.1:2222 TTL 1 -> time exceeded from 10.0.2.1, untranslated",
-		   "r0", &f, XDPR_TX_ICMP_TTL, &w, NOEV, 0, NOEV);
-	ok &= no_sess("no client session", IN3, OUTA, 7000, 2222, IPPROTO_TCP);
-	ok &= expect(map_count(bind_fd) == 0, "%d bindings, expected none", map_count(bind_fd));
-	return ok;
+	return ttl1("reflected SYN 10.0.1.3:7000 -> 10.0.2.1:2222 TTL 1 -> time exceeded from 10.0.2.1, untranslated",
+		    "r0", &(struct pkt){ .src = IN3, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 7000, .dport = 2222,
+					 .flags = TCP_SYN, .plen = NONE, .ttl = 1 });
 }
 
 /*
