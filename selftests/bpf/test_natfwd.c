@@ -743,27 +743,6 @@ static bool t_ttl1(void)
 }
 
 /*
- * The inside host's MAC unknown: the first packet goes to the kernel
- * translated (it resolves the neighbour and forwards it), its session made.
- */
-static bool t_no_neigh(void)
-{
-	struct pkt k = { .src = REM, .dst = OUTA, .proto = IPPROTO_TCP, .sport = 40000, .dport = 6000,
-			 .flags = TCP_SYN, .plen = NONE };
-	struct pkt x = dnat(k, NONB, 6000, false);
-	struct frame f, w;
-	bool ok;
-
-	fresh_fwd();
-	in_frame(&f, "r1", &k);
-	in_frame(&w, "r1", &x);
-	ok = fstep("SYN to 10.0.2.1:6000 => 10.0.1.77:6000, no neighbour -> pass_fib_no_neigh, translated", "r1",
-		   &f, XDPR_PASS_FIB_NO_NEIGH, &w, NOEV, R_NONB, EV(NEW, XIN));
-	ok &= fwd_sess("session", NONB, 6000, REM, 40000, IPPROTO_TCP, 6000, R_NONB, XDPR_CT_SEEN_IN);
-	return ok;
-}
-
-/*
  * Range to one port, one client socket on two ports of the range: both are
  * the same inside flow (10.0.1.2:7400 <-> 10.0.2.2:42000), the second is
  * dropped (README: drop_nat_busy, where the kernel remaps the port).
@@ -831,6 +810,56 @@ static bool t_reflect_err(void)
 		    "r0", &f, XDPR_FWD, &w, EV([XDPR_NE_ICMP_ERR_IN] = 1, [XDPR_NE_HAIRPIN] = 1), R_SAME,
 		    EV([XDPR_NE_ICMP_ERR_OUT] = 1));
 	return ok;
+}
+
+/*
+ * Handed to the kernel to forward, translated (L2 and TTL as they came),
+ * reason: from 10.0.2.2:40000 arriving on r1 to 10.0.2.1:k->dport, now to
+ * in:inp; its session made.  k: the rest of the packet.
+ */
+static bool to_kernel(const char *what, struct pkt k, const char *in, __u16 inp, __u32 rule, int reason)
+{
+	struct pkt x;
+	struct frame f, w;
+	bool ok;
+
+	k.src = REM, k.dst = OUTA, k.sport = 40000;
+	x = dnat(k, in, inp, false);
+	fresh_fwd();
+	in_frame(&f, "r1", &k);
+	in_frame(&w, "r1", &x);
+	ok = fstep(what, "r1", &f, reason, &w, NOEV, rule, EV(NEW, XIN));
+	ok &= fwd_sess(what, in, inp, REM, 40000, k.proto ?: IPPROTO_UDP, k.dport, rule, XDPR_CT_SEEN_IN);
+	return ok;
+}
+
+/* The inside host's MAC unknown: the kernel resolves the neighbour and forwards it. */
+static bool t_no_neigh(void)
+{
+	return to_kernel("SYN to 10.0.2.1:6000 => 10.0.1.77:6000, no neighbour -> pass_fib_no_neigh, translated",
+			 (struct pkt){ .proto = IPPROTO_TCP, .dport = 6000, .flags = TCP_SYN, .plen = NONE }, NONB,
+			 6000, R_NONB, XDPR_PASS_FIB_NO_NEIGH);
+}
+
+static bool t_options(void)
+{
+	return to_kernel("SYN with options to 10.0.2.1:7305 => 10.0.1.2:7400 -> pass_ip4_options, translated",
+			 (struct pkt){ .proto = IPPROTO_TCP, .dport = 7305, .flags = TCP_SYN, .plen = NONE,
+				       .opts = true }, IN2, 7400, R_ONE, XDPR_PASS_IP4_OPTIONS);
+}
+
+/*
+ * A udp datagram in fragments to a forwarded port.  The kernel (nft dnat)
+ * reassembles and forwards it to 10.0.1.2:2222.  Handed to the kernel
+ * untranslated, it is reassembled for the router itself (port unreachable
+ * from 10.0.2.1).  Expected: the first fragment, which has the ports,
+ * translated and handed to the kernel to forward, its session made.
+ */
+static bool t_frag_in(void)
+{
+	return to_kernel("first fragment (MF) of udp to 10.0.2.1:2222 -> pass_ip4_frag, to 10.0.1.2:2222",
+			 (struct pkt){ .dport = 2222, .frag = 0x2000, .plen = 64 }, IN2, 2222, R_SAME,
+			 XDPR_PASS_IP4_FRAG);
 }
 
 /*
@@ -1007,6 +1036,10 @@ static const struct {
 	{ "inside host without neighbour: to the kernel translated, session made", t_no_neigh, NULL },
 	{ "range to one port, one client socket on two ports: the second dropped", t_one_clash, NULL },
 	{ "cut frames to (and from) a forwarded port: as without the forward", t_cut, NULL },
+	{ "IPv4 options: to the kernel translated, session made", t_options, NULL },
+	{ "first fragment of a udp datagram to a forwarded port", t_frag_in,
+	  "gap: inbound fragments are never translated (nat4_keyable refuses fragments): pass_fib_not_fwded "
+	  "untouched, the kernel reassembles it for the router; later fragments would need tracking too" },
 	{ "a forward whose slot is not committed is ignored", t_uncommitted, NULL },
 };
 
