@@ -245,6 +245,19 @@ static void rule_clear(__u32 id)
 		die("cannot clear NAT rule %u: %s", id, strerror(errno));
 }
 
+/* A flag of an interface's xdpr_ifaces entry on or off (XDPR_IF_BINAT, XDPR_IF_FWD). */
+static void iface_flag(const char *name, __u32 flag, bool on)
+{
+	struct dev *d = dev_get(name);
+	struct xdpr_iface c;
+
+	if (bpf_map_lookup_elem(ifaces_fd, &d->ifindex, &c))
+		die("cannot read xdpr_ifaces[%s]", name);
+	c.flags = on ? c.flags | flag : c.flags & ~flag;
+	if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_EXIST))
+		die("cannot write xdpr_ifaces[%s]", name);
+}
+
 /* The outside interface's rule list (one rule), as loader/nat.c swaps it in. */
 static void iface_rules(const char *name, __u8 id)
 {

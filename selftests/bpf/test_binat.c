@@ -60,18 +60,6 @@ static void binat_rule(__u32 id, const char *in, const char *out, __u32 plen)
 		die("cannot write 1:1 rule %u: %s", id, strerror(errno));
 }
 
-static void iface_flag(const char *name, __u32 flag, bool on)
-{
-	struct dev *d = dev_get(name);
-	struct xdpr_iface c;
-
-	if (bpf_map_lookup_elem(ifaces_fd, &d->ifindex, &c))
-		die("cannot read xdpr_ifaces[%s]", name);
-	c.flags = on ? c.flags | flag : c.flags & ~flag;
-	if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_EXIST))
-		die("cannot write xdpr_ifaces[%s]", name);
-}
-
 static void read_bev(__u32 id, struct bev *b)
 {
 	__u64 *v = calloc(ncpus, sizeof(*v));
