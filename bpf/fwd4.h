@@ -373,6 +373,9 @@ static __always_inline int fwd_ip4_path(struct xdp_md *ctx, struct cursor *c, st
 			r2 = nat4_hairpin(ctx, &io);
 			if (r2 >= 0)
 				return r2;
+			/* expiring here: answered as it came, before either translation makes state */
+			if (r2 == STEP_HAIRPIN && iph->ttl <= 1)
+				return icmp4_send(ctx, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0, XDPR_TX_ICMP_TTL);
 			if (r2 == STEP_HAIRPIN) {
 				__be32 saddr = iph->saddr;
 

@@ -30,6 +30,37 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 
 	if (!ctx || !io || pkt4_view(ctx, io, p))
 		return STEP_NEXT;
+	if (p->proto == IPPROTO_ICMP && p->icmp_err) {
+		/*
+		 * An inside host's error about a hairpinned flow (a reflected
+		 * forward's server, say) goes to the binding its quoted packet
+		 * came from.  No filtering: the two NAT steps translate an error
+		 * only for the sessions it quotes.
+		 */
+		struct icmp4hdr *ic = p->l4;
+		struct iphdr *e = (void *)(ic + 1);
+		__be16 *ports = (void *)(e + 1);
+
+		if (!ic || !pkt4_has(p, ic, sizeof(*ic)) || !pkt4_has(p, e, sizeof(*e)) || e->ihl != 5 ||
+		    (e->protocol != IPPROTO_TCP && e->protocol != IPPROTO_UDP) || !pkt4_has(p, ports, 4) ||
+		    e->saddr != p->iph->daddr)
+			return STEP_NEXT;
+		bk.out_addr = e->saddr;
+		bk.out_port = ports[0];
+		bk.proto = e->protocol;
+		b = nat_lookup(&xdpr_nat_bind, &bk);
+		if (!b)
+			return STEP_NEXT;
+		rid = b->rule;
+		r = bpf_map_lookup_elem(&xdpr_nat_rules, &rid);
+		if (!r)
+			return STEP_NEXT;
+		ifindex = r->ifindex;
+		out = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
+		if (!out)
+			return STEP_NEXT;
+		goto allowed;
+	}
 	if (!nat4_keyable(p, XDPR_CT_OUT) || p->proto == IPPROTO_ICMP)
 		return STEP_NEXT;
 	bk.out_addr = p->iph->daddr;
