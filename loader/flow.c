@@ -106,23 +106,43 @@ int xdpr_flow_delete(struct xdpr *x, const struct xdpr_flow *f)
 
 long xdpr_flow_flush(struct xdpr *x)
 {
-	struct xdpr_meter_key k;
+	enum { CHUNK = 4096 };
+	struct xdpr_meter_key *keys = malloc(CHUNK * sizeof(*keys));
 	int fd = x->fd[XM_METER];
-	long n = 0;
+	long total = 0;
+	size_t n;
 
-	/* delete the first key until there is none: no walk to lose its place */
-	while (!bpf_map_get_next_key(fd, NULL, &k)) {
-		if (bpf_map_delete_elem(fd, &k) && errno != ENOENT) {
-			seterr(x, "cannot delete a metered flow: %s", strerror(errno));
-			return -errno;
+	if (!keys) {
+		seterr(x, "cannot delete metered flows: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	/*
+	 * A chunk of keys, then delete them: deleting while walking would
+	 * restart the walk at every deleted key, and asking for the first key
+	 * each time scans the emptied buckets again and again.
+	 */
+	do {
+		n = 0;
+		for (void *prev = NULL; n < CHUNK && !bpf_map_get_next_key(fd, prev, &keys[n]); prev = &keys[n++])
+			;
+		if (n < CHUNK && errno != ENOENT) {
+			seterr(x, "cannot read metered flows: %s", strerror(errno));
+			total = -errno;
+			break;
 		}
-		n++;
-	}
-	if (errno != ENOENT) {
-		seterr(x, "cannot read metered flows: %s", strerror(errno));
-		return -errno;
-	}
-	return n;
+		for (size_t i = 0; i < n; i++) {
+			if (!bpf_map_delete_elem(fd, &keys[i]))
+				total++;
+			else if (errno != ENOENT) {
+				seterr(x, "cannot delete a metered flow: %s", strerror(errno));
+				n = 0;
+				total = -errno;
+				break;
+			}
+		}
+	} while (n);
+	free(keys);
+	return total;
 }
 
 int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample)
