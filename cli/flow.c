@@ -182,7 +182,7 @@ static int print_flow(const struct xdpr_flow *f, void *arg)
 	out_u64("bytes", "%12llu ", f->bytes);
 	tcp_flags_text(f->tcp_flags, fl, sizeof(fl));
 	out_u64("tcp_flags", NULL, f->tcp_flags);
-	out_str("tcp_flags_text", "%-11s ", f->proto == IPPROTO_TCP ? fl : "-");
+	out_str("tcp_flags_text", "%-15s ", f->proto == IPPROTO_TCP ? fl : "-");
 	out_u64("idle_ms", "%7llu", s->now > f->last_ns ? (s->now - f->last_ns) / 1000000 : 0);
 	out_u64("duration_ms", NULL, (f->last_ns - f->first_ns) / 1000000);
 	out_u64("first_ns", NULL, f->first_ns);
@@ -234,7 +234,7 @@ static int flow_show(int argc, char **argv)
 	out_obj_close();
 	out_arr_open("flows");
 	if (count)
-		out_text("%-6s %-21s %-21s %-8s %-8s %10s %12s %-11s %7s\n", "PROTO", "SOURCE", "DESTINATION",
+		out_text("%-6s %-21s %-21s %-8s %-8s %10s %12s %-15s %7s\n", "PROTO", "SOURCE", "DESTINATION",
 			 "IN", "OUT", "PACKETS", "BYTES", "TCP-FLAGS", "IDLE-MS");
 	ret = xdpr_flow_foreach(&x, print_flow, &s);
 	out_arr_close();
