@@ -55,6 +55,14 @@ static void flows_clear(void)
 		die("xdpr_flow_flush: %s", lib.err);
 }
 
+/* An independent case: fresh NAT state (nat_table.h), the meter set, no flow. */
+static void start(bool on, __u32 sample, bool nat)
+{
+	fresh();
+	meter(on, sample, nat);
+	flows_clear();
+}
+
 struct found {
 	int n;
 	struct xdpr_flow f[8];
@@ -249,9 +257,7 @@ static bool t_off(void)
 	__u64 count = 1;
 	bool on = true, ok;
 
-	fresh();
-	meter(false, 1, false);
-	flows_clear();
+	start(false, 1, false);
 	ok = fwd4("udp, meter off", "r0", "r1", &k);
 	r = flows();
 	ok &= expect(r.n == 0, "%d flows metered with the meter off", r.n);
@@ -266,9 +272,7 @@ static bool t_udp4(void)
 	__u64 t0 = mono_ns(), bytes = 0;
 	bool ok = true;
 
-	fresh();
-	meter(true, 1, false);
-	flows_clear();
+	start(true, 1, false);
 	for (int i = 0; i < 3; i++) {
 		k.plen = 16 + 100 * i;
 		ok &= fwd4("udp 10.0.1.2:5000 -> 10.0.2.2:53", "r0", "r1", &k);
@@ -286,9 +290,7 @@ static bool t_tcp4(void)
 	__u64 t0 = mono_ns(), bytes = 0;
 	bool ok = true;
 
-	fresh();
-	meter(true, 1, false);
-	flows_clear();
+	start(true, 1, false);
 	for (int i = 0; i < 3; i++) {
 		k.flags = fl[i];
 		k.plen = i == 1 ? 1000 : NONE;
@@ -310,9 +312,7 @@ static bool t_icmp4(void)
 	__u64 t0 = mono_ns();
 	bool ok;
 
-	fresh();
-	meter(true, 1, false);
-	flows_clear();
+	start(true, 1, false);
 	ok = fwd4("icmp host unreachable 10.0.2.2 -> 10.0.1.2", "r1", "r0", &k);
 	ok &= fwd4("icmp host unreachable 10.0.2.2 -> 10.0.1.2", "r1", "r0", &k);
 	ok &= one_flow("icmp flow", &(struct want){ AF_INET, REM, IN2, NULL, NULL, 0, 3 << 8 | 1, 0, 0,
@@ -338,9 +338,7 @@ static bool t_masq(void)
 	__u64 t0 = mono_ns();
 	bool ok;
 
-	fresh();
-	meter(true, 1, true);
-	flows_clear();
+	start(true, 1, true);
 	in_frame(&f, "r0", &k);
 	fwd_frame(&w, "r1", &x);
 	ok = step("masqueraded udp 10.0.1.2:5000 -> 10.0.2.2:53", "r0", &f, XDPR_FWD, &w, EV(XOUT, NEW, KEPT));
@@ -372,9 +370,7 @@ static bool t_v6(void)
 	__u64 t0 = mono_ns();
 	bool ok = true, seen[3] = {};
 
-	fresh();
-	meter(true, 1, false);
-	flows_clear();
+	start(true, 1, false);
 	ok &= fwd6("udp6 [2001:db8:1::2]:6000 -> [2001:db8:2::2]:53", "r0", &u);
 	ok &= fwd6("udp6 again", "r0", &u);
 	ok &= fwd6("tcp6 SYN", "r0", &t1);
@@ -419,9 +415,7 @@ static bool t_sample(void)
 	struct found r;
 	bool ok = true;
 
-	fresh();
-	meter(true, 4, false);
-	flows_clear();
+	start(true, 4, false);
 	if (!pin_cpu(0))
 		die("cannot pin to CPU 0: %s", strerror(errno));
 	for (int i = 0; i < 16; i++)
@@ -445,9 +439,7 @@ static bool t_two_cpus(void)
 
 	if (!v)
 		die("out of memory");
-	fresh();
-	meter(true, 1, false);
-	flows_clear();
+	start(true, 1, false);
 	for (int c = 0; c < 2; c++) {
 		if (!pin_cpu(c))
 			die("cannot pin to CPU %d: %s", c, strerror(errno));
@@ -485,9 +477,7 @@ static bool t_full(void)
 
 	if (!v)
 		die("out of memory");
-	fresh();
-	meter(true, 1, false);
-	flows_clear();
+	start(true, 1, false);
 	pin_cpu(0);
 	ok &= fwd4("udp, an old flow", "r0", "r1", &old);
 	if (xdpr_flow_get(&lib, NULL, NULL, &un0, NULL, &max))
@@ -530,9 +520,7 @@ static bool t_delete(void)
 	int e1, e2;
 	bool ok;
 
-	fresh();
-	meter(true, 1, false);
-	flows_clear();
+	start(true, 1, false);
 	ok = fwd4("udp", "r0", "r1", &k);
 	r = flows();
 	if (r.n != 1)
