@@ -91,7 +91,7 @@ struct flt_pkt {
 	/* keys and values built off the stack (the classifier's call chain needs it) */
 	struct xdpr_flt_lpm4 k4;
 	struct xdpr_flt_lpm6 k6;
-	struct xdpr_flow nv;
+	struct xdpr_flt_flow nv;
 	struct xdpr_frag_key frag_key;
 	__u32 hot_gen;      /* flt_track: xdpr_cfg.flt_gen before the flow table was read */
 };
@@ -166,7 +166,7 @@ static __always_inline void flow_key(struct xdpr_flow_key *k, const __u8 *s, con
 	k->family = family;
 }
 
-static __always_inline int flow_expired(const struct xdpr_cfg *cfg, const struct xdpr_flow *f, __u8 proto,
+static __always_inline int flow_expired(const struct xdpr_cfg *cfg, const struct xdpr_flt_flow *f, __u8 proto,
 					__u64 now)
 {
 	return now - f->last_seen > nat_timeout(cfg, proto, f->state);
@@ -530,7 +530,7 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 {
 	struct flt_pkt *fp = flt_scratch(); /* a map value: its fields may be map keys (6.1) */
 	struct xdpr_cfg *cfg;
-	struct xdpr_flow *f;
+	struct xdpr_flt_flow *f;
 	__u32 zero = 0;
 	int from_a = 1;
 
@@ -594,9 +594,9 @@ __noinline int flt_track(__u32 see_est, __u64 now)
  * the reply had been seen).  An expired or closed entry (fp->stale) is
  * replaced, unless another CPU replaced it since flt_track saw it.
  */
-static __always_inline void flt_add_state(struct flt_pkt *fp, struct xdpr_flow *v, __u64 now)
+static __always_inline void flt_add_state(struct flt_pkt *fp, struct xdpr_flt_flow *v, __u64 now)
 {
-	struct xdpr_flow *f;
+	struct xdpr_flt_flow *f;
 	__u8 bits;
 
 	if (fp->stale) {
@@ -683,7 +683,7 @@ accept:
 	if (fp->frag && !fp->nokey)
 		bpf_map_update_elem(&xdpr_flt_frags, &fp->frag_key, &now, BPF_ANY);
 	if (fp->keyed && state == XDPR_FS_NEW) {
-		struct xdpr_flow *v = &fp->nv;
+		struct xdpr_flt_flow *v = &fp->nv;
 
 		__builtin_memset(v, 0, sizeof(*v));
 		v->last_seen = now;

@@ -115,7 +115,7 @@ struct flt_flows_tab {
 	__uint(max_entries, XDPR_FLT_FLOWS);
 	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(key_size, sizeof(struct xdpr_flow_key));
-	__uint(value_size, sizeof(struct xdpr_flow));
+	__uint(value_size, sizeof(struct xdpr_flt_flow));
 };
 
 NAT_OUTER(xdpr_flt_flows, flt_flows_tab);

@@ -26,6 +26,7 @@
 #include "filter.h"
 #include "reject.h"
 #include "binat.h"
+#include "flow.h"
 
 static __always_inline int ip4_martian(__be32 saddr, __be32 daddr)
 {
@@ -545,6 +546,8 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 	if (!iop)
 		return XDPR_PASS_FIB_OTHER;
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (cfg && (cfg->flags & XDPR_CFG_FLOWS))
+		flow_in(ctx); /* the tuple as it arrived (flow.h) */
 	iop->flt = flt_active(cfg);
 	iop->filtered = 0;
 	r = fwd_ip4_path(ctx, c, eth, in, fib, iop, cfg);

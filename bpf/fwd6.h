@@ -19,6 +19,7 @@
 #include "filter.h"
 #include "reject.h"
 #include "npt6.h"
+#include "flow.h"
 
 #define IPV6_FLOWINFO_MASK bpf_htonl(0x0FFFFFFF)
 
@@ -115,6 +116,8 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 	if (ip6h->version != 6 || (void *)(ip6h + 1) + plen > c->end)
 		return XDPR_PASS_IP6_HDR_ERR;
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (cfg && (cfg->flags & XDPR_CFG_FLOWS))
+		flow_in(ctx); /* the tuple as it arrived, before NPTv6 (flow.h) */
 	flt = flt_active(cfg);
 	/* NPTv6: for the outside prefix, to the inside one before anything looks at it */
 	if (npt6_on(cfg) && (step = npt6_in(ctx, npt6_find(ctx, in_ifindex(ctx)))) >= 0)

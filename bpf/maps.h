@@ -62,7 +62,8 @@ struct xdpr_l2 {
 	__u16 out_tci;  /* the tag a redirect out of out_vlan gets (claim_egress) */
 	__u8 popped;    /* in_tci was taken off: it goes back on before a hand-over */
 	__u8 in_prio;   /* the packet's priority from the ingress VLAN's ingress-qos-map */
-	__u16 pad;
+	__u8 meter;     /* flow_in kept its tuple: flow_out counts it if it is redirected */
+	__u8 pad;
 	__u32 mac[3];   /* the addresses being moved, off the stack (xdpr_main's frame */
 	__u32 vkey;     /* is on every call chain), and the xdpr_vlans and */
 	__u32 vslot;    /* xdpr_vlan_cfg keys */

@@ -4,7 +4,7 @@
  *
  *   parse L2, VLAN tag off (vlan.h) -> IPv4 (fwd4.h) or IPv6 (fwd6.h):
  *   checks -> reverse NAT -> route map / FIB -> filter -> source NAT -> TTL,
- *   egress claim -> rewrite -> tag on (vlan.h) -> redirect
+ *   egress claim -> rewrite -> tag on (vlan.h) -> flow meter (flow.h) -> redirect
  *
  * Every exit is one enum xdpr_reason, counted per CPU per ingress interface
  * in one place (count_exit); the verdict follows from the reason.
@@ -14,7 +14,8 @@
  * nat.h (the NAT steps), nat_sess.h (sessions), nat_bind.h (ports and
  * mappings), nat_xlate.h (rewriting), icmp.h (errors sent from XDP),
  * hairpin.h, filter.h (the filter step, before any hand-over of a forwarded
- * packet), filter_maps.h, reject.h (its answers), stats.h, csum.h.
+ * packet), filter_maps.h, reject.h (its answers), stats.h, csum.h,
+ * flow.h (the flow meter: forwarded packets counted per flow for export).
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -26,6 +27,7 @@
 #include "fwd6.h"
 #include "filter.h"
 #include "vlan.h"
+#include "flow.h"
 
 static __always_inline int l2_for_us(const struct ethhdr *eth, const struct xdpr_iface *in)
 {
@@ -103,6 +105,11 @@ int xdpr_main(struct xdp_md *ctx)
 		if (l2->popped || l2->out_vlan)
 			r = vlan_out(ctx, l2, r);
 	}
+	if (l2->meter) { /* the flow meter (flow.h) is on and took this packet's tuple */
+		l2->meter = 0;
+		if (r == XDPR_FWD)
+			return flow_out(ctx, in ? in->slot : 0, bytes);
+	}
 	return count_exit(in ? in->slot : 0, r, bytes);
 }
 
@@ -140,7 +147,7 @@ struct flt_gc_ctx {
 	__u32 seen;
 };
 
-static long flt_gc_cb(void *map, struct xdpr_flow_key *k, struct xdpr_flow *f, void *arg)
+static long flt_gc_cb(void *map, struct xdpr_flow_key *k, struct xdpr_flt_flow *f, void *arg)
 {
 	struct flt_gc_ctx *g = arg;
 	struct xdpr_flow_key key = *k;

@@ -208,6 +208,8 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_MAP_VLAN_CFG "xdpr_vlan_cfg"
 #define XDPR_MAP_FWD      "xdpr_nat_fwd"
 #define XDPR_PROG_FLT_GC  "xdpr_flt_gc"
+#define XDPR_MAP_METER    "xdpr_flows"
+#define XDPR_MAP_METER_PC "xdpr_flow_pcpu"
 
 /* ---- source NAT (IPv4) ---- */
 
@@ -267,6 +269,7 @@ enum xdpr_cfg_flags {
 	XDPR_CFG_ROUTES  = 1 << 2, /* the route map has routes */
 	XDPR_CFG_FILTER  = 1 << 3, /* the filter has rules or policy drop: forwarded packets meet it */
 	XDPR_CFG_BINAT   = 1 << 4, /* at least one 1:1 NAT rule exists (the NAT steps run) */
+	XDPR_CFG_FLOWS   = 1 << 5, /* the flow meter counts forwarded packets (bpf/flow.h) */
 };
 
 /* xdpr_cfg[0]: router-wide settings. */
@@ -287,6 +290,8 @@ struct xdpr_cfg {
 	__u64 nat_frozen_until; /* ns (CLOCK_MONOTONIC): till then the NAT tables are being copied,
 	                           no session is created or deleted (drop_nat_resizing); a copy
 	                           that dies leaves a freeze that ends by itself */
+	__u32 flow_sample;      /* XDPR_CFG_FLOWS: meter 1 packet in N per CPU (0, 1: every one) */
+	__u32 pad;
 };
 
 #define XDPR_DEF_TCP_EST   7440
@@ -663,7 +668,7 @@ struct xdpr_flow_key {
 	__u16 pad;
 };
 
-struct xdpr_flow {
+struct xdpr_flt_flow {
 	__u64 last_seen;    /* ns, coarse monotonic; refreshed at most once a second */
 	__u64 created;
 	__u32 rule;         /* id of the rule that accepted its first packet (0: policy) */
@@ -791,7 +796,7 @@ _Static_assert(sizeof(struct xdpr_binat_key) == 12, "xdpr_binat_key layout");
 _Static_assert(sizeof(struct xdpr_iface) == 56, "xdpr_iface layout");
 _Static_assert(sizeof(struct xdpr_vlan_cfg) == 64, "xdpr_vlan_cfg layout");
 _Static_assert(sizeof(struct xdpr_nat_rule) == 56, "xdpr_nat_rule layout");
-_Static_assert(sizeof(struct xdpr_cfg) == 64, "xdpr_cfg layout");
+_Static_assert(sizeof(struct xdpr_cfg) == 72, "xdpr_cfg layout");
 _Static_assert(sizeof(struct xdpr_route) == 8 + 28 * XDPR_RT_MAX_NH, "xdpr_route layout");
 _Static_assert(sizeof(struct xdpr_rtent) == 32 && sizeof(struct xdpr_rtnh) == 32, "route records");
 _Static_assert(sizeof(struct xdpr_dir_block) == 1024, "xdpr_dir_block layout");
@@ -811,10 +816,59 @@ _Static_assert(sizeof(struct xdpr_flt_desc) == 88, "xdpr_flt_desc layout");
 _Static_assert(sizeof(struct xdpr_flt_rule) == 16 && sizeof(struct xdpr_flt_hdr) == 16, "filter records");
 _Static_assert(sizeof(struct xdpr_flt_hot_set) == 64, "one cache line a set");
 _Static_assert(sizeof(struct xdpr_flt_lpm4) == 12 && sizeof(struct xdpr_flt_lpm6) == 24, "filter LPM keys");
-_Static_assert(sizeof(struct xdpr_flow_key) == 40 && sizeof(struct xdpr_flow) == 32, "flow state");
+_Static_assert(sizeof(struct xdpr_flow_key) == 40 && sizeof(struct xdpr_flt_flow) == 32, "flow state");
 _Static_assert(sizeof(struct xdpr_flt_gc_cmd) == 16, "xdpr_flt_gc_cmd layout");
 _Static_assert(sizeof(struct xdpr_frag_key) == 12, "xdpr_frag_key layout");
 _Static_assert(XDPR_FLT_WORDS % 64 == 0, "summary words cover whole rule words");
+
+/* ---- flow meter (bpf/flow.h, loader/flow.c; IPFIX / NetFlow export reads it) ----
+ *
+ * With XDPR_CFG_FLOWS set, every packet xdpr redirects (reason fwd) is
+ * counted in xdpr_flows, PERCPU_HASH: key the flow as it arrived, value
+ * per CPU the counters and the tuple as it left (after NAT, NPTv6).  1 in
+ * xdpr_cfg.flow_sample packets per CPU is metered.  A new flow that finds
+ * the table full is forwarded unmetered and counted per CPU in
+ * xdpr_flow_pcpu (PERCPU_ARRAY of 1).  Ports in network order; ICMP and
+ * ICMPv6: sport 0, dport type << 8 | code (IPFIX icmpTypeCode).
+ */
+#define XDPR_METER_MAX 262144  /* flows, allocated as they come (BPF_F_NO_PREALLOC) */
+
+struct xdpr_meter_key {
+	__u8 src[16];       /* IPv4: first 4 bytes, the rest zero */
+	__u8 dst[16];
+	__be16 sport;
+	__be16 dport;
+	__u32 in_if;        /* ingress ifindex (a VLAN's for a tagged frame) */
+	__u8 proto;
+	__u8 family;        /* AF_INET or AF_INET6 */
+	__u16 pad;
+};
+#define XDPR_FLOW_KEY_LEN 44
+
+struct xdpr_meter_val {  /* one CPU's share of a flow */
+	__u64 packets;      /* 0: this CPU met none of it (the rest is zero too) */
+	__u64 bytes;        /* IP total length (L3) */
+	__u64 first_ns;     /* bpf_ktime_get_ns of this CPU's first and last packet */
+	__u64 last_ns;
+	__u8 xsrc[16];      /* the tuple as it left, at this CPU's last packet */
+	__u8 xdst[16];
+	__be16 xsport;
+	__be16 xdport;
+	__u32 out_if;       /* egress ifindex (the VLAN's for a VLAN) */
+	__u8 tcp_flags;     /* OR of this CPU's packets' TCP flags */
+	__u8 pad[7];
+};
+
+struct xdpr_meter_pcpu {
+	struct xdpr_meter_key key; /* the packet being metered, as it arrived */
+	__u32 tick;         /* packets since the last one metered (sampling) */
+	__u64 unmetered;    /* packets not metered: new flow, table full */
+	struct xdpr_meter_val val; /* a new entry, built here (off the stack) */
+};
+
+_Static_assert(sizeof(struct xdpr_meter_key) == XDPR_FLOW_KEY_LEN, "xdpr_meter_key layout");
+_Static_assert(sizeof(struct xdpr_meter_val) == 80, "xdpr_meter_val layout");
+_Static_assert(sizeof(struct xdpr_meter_pcpu) == 136, "xdpr_meter_pcpu layout");
 
 /* ---- NPTv6, RFC 6296 (bpf/npt6.h, loader/npt.c) ---- */
 

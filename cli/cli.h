@@ -106,6 +106,7 @@ int print_binat_rules(struct xdpr *x);
 
 int do_filter(int argc, char **argv);
 int do_set(int argc, char **argv);
+int do_flow(int argc, char **argv); /* cli/flow.c */
 /* The words after "filter add": 0 or EXIT_USAGE with the message in err. */
 int parse_filter_rule(int argc, char **argv, struct xdpr_flt_spec *r, char *err, size_t len);
 /* A rule in canonical words, the ones parse_filter_rule reads back to it. */

@@ -50,6 +50,7 @@ static void usage(FILE *f)
 		"       xdpr [OPTIONS] route { add | replace | del | flush | show | load } ...\n"
 		"       xdpr [OPTIONS] filter { add | insert | del | flush | policy | load | show } ...\n"
 		"       xdpr [OPTIONS] set { add | del | flush | show } ...\n"
+		"       xdpr [OPTIONS] flow { meter { on [sample N] | off } | show | flush }\n"
 		"       xdpr save                     (the running state, in the words restore reads)\n"
 		"       xdpr restore { FILE | - }     (make the running state that file's, all or nothing)\n"
 		"       xdpr help\n"
@@ -66,6 +67,7 @@ static const struct {
 	{ "route", do_route },
 	{ "filter", do_filter },
 	{ "set",   do_set },
+	{ "flow",  do_flow },
 	{ "save",  do_save },
 	{ "restore", do_restore },
 };

@@ -49,6 +49,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_NPT] = XDPR_MAP_NPT,           [XM_NPT_STATS] = XDPR_MAP_NPT_STATS,
 	[XM_BINAT] = XDPR_MAP_BINAT,       [XM_BINAT_IN] = XDPR_MAP_BINAT_IN,
 	[XM_BINAT_OUT] = XDPR_MAP_BINAT_OUT, [XM_BINAT_ST] = XDPR_MAP_BINAT_ST,
+	[XM_METER] = XDPR_MAP_METER,       [XM_METER_PC] = XDPR_MAP_METER_PC,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 	[XM_SLOTS] = "xdpr_slot_names",
 };

@@ -2342,7 +2342,7 @@ int xdpr_flt_flows(struct xdpr *x, __u64 *live, __u64 *expired, __u64 *max)
 	enum { CHUNK = 4096 };
 	LIBBPF_OPTS(bpf_map_batch_opts, o);
 	struct xdpr_flow_key *keys = calloc(CHUNK, sizeof(*keys));
-	struct xdpr_flow *vals = calloc(CHUNK, sizeof(*vals));
+	struct xdpr_flt_flow *vals = calloc(CHUNK, sizeof(*vals));
 	struct xdpr_cfg c;
 	struct bpf_map_info info = {};
 	__u32 batch = 0, cnt, ilen = sizeof(info);

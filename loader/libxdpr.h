@@ -88,6 +88,7 @@ enum xdpr_map {
 	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS, XM_VLANS, XM_VLAN_CFG, XM_FWD,
 	XM_NPT, XM_NPT_STATS,
 	XM_BINAT, XM_BINAT_IN, XM_BINAT_OUT, XM_BINAT_ST,
+	XM_METER, XM_METER_PC,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
 };
@@ -619,5 +620,41 @@ int xdpr_binat_list(struct xdpr *x, struct xdpr_binat_info *out, int max);
 const char *xdpr_binat_event_name(int event);
 /* Does a 1:1 rule name this interface (ifindex)?  Attach keeps its flag. */
 bool xdpr_binat_names(struct xdpr *x, __u32 ifindex);
+/* ---- flow meter (bpf/flow.h, loader/flow.c), read by the IPFIX / NetFlow exporter ---- */
+struct xdpr_flow {              /* one metered flow, summed over CPUs */
+	__u8  family;           /* AF_INET or AF_INET6 */
+	__u8  proto;            /* IPPROTO_* */
+	__u8  tcp_flags;        /* OR of the flags of every metered packet */
+	__u8  xlated;           /* bit 0: source translated, bit 1: destination translated */
+	__u32 in_ifindex, out_ifindex;
+	__u8  src[16], dst[16]; /* as it arrived; IPv4 in the first 4 bytes (network order) */
+	__u16 sport, dport;     /* host order; ICMP: 0, type << 8 | code */
+	__u8  xsrc[16], xdst[16]; /* as it left (equal to src/dst when not translated) */
+	__u16 xsport, xdport;   /* host order */
+	__u64 packets, bytes;   /* bytes: IP total length (L3), as IPFIX octetDeltaCount */
+	__u64 first_ns, last_ns;/* CLOCK_MONOTONIC (bpf_ktime_get_ns) of first/last packet */
+	__u8  key[XDPR_FLOW_KEY_LEN]; /* opaque: pass back to xdpr_flow_delete */
+};
+#define XDPR_FLOW_XSRC 1u /* xdpr_flow.xlated */
+#define XDPR_FLOW_XDST 2u
+/*
+ * Every metered flow, per-CPU values merged (the tuple as it left and the
+ * egress: the CPU's that saw the last packet); cb returns non-zero to
+ * stop (then that value is returned).  cb may delete the flow it is given.
+ * 0 or -errno with x->err.  Packets are the metered ones: with sampling 1
+ * in N, about 1/N of those forwarded.
+ */
+int xdpr_flow_foreach(struct xdpr *x, int (*cb)(const struct xdpr_flow *f, void *arg), void *arg);
+int xdpr_flow_delete(struct xdpr *x, const struct xdpr_flow *f);  /* -ENOENT if gone */
+/* Meter on/off, 1 packet in sample per CPU (0: 1).  Hold the lock (XDPR_O_LOCK). */
+int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample);
+/*
+ * Meter state; any pointer may be NULL: unmetered, packets of new flows that
+ * found the table full (summed over CPUs, since the program was loaded);
+ * count, flows in the table now; max, its size.
+ */
+int xdpr_flow_get(struct xdpr *x, bool *on, __u32 *sample, __u64 *unmetered, __u64 *count, __u64 *max);
+/* Delete every metered flow: how many, or -errno with x->err. */
+long xdpr_flow_flush(struct xdpr *x);
 
 #endif /* LIBXDPR_H */

@@ -46,7 +46,7 @@ static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int
 		  XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
 		{ XDPR_MAP_RING, BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(struct xdpr_ct_key),
 		  XDPR_NAT_DEF_SESS, BPF_F_INNER_MAP },
-		{ XDPR_MAP_FLOWS, BPF_MAP_TYPE_LRU_HASH, sizeof(struct xdpr_flow_key), sizeof(struct xdpr_flow),
+		{ XDPR_MAP_FLOWS, BPF_MAP_TYPE_LRU_HASH, sizeof(struct xdpr_flow_key), sizeof(struct xdpr_flt_flow),
 		  XDPR_FLT_FLOWS, BPF_F_NO_COMMON_LRU },
 	};
 
