@@ -26,14 +26,13 @@
 #include "stats.h"
 
 /*
- * Allocated as flows come: preallocated, 262144 flows would pin
- * 262144 * 80 bytes per CPU (42 MB on 2 CPUs, 1.3 GB on 64) for a meter
- * that is off by default.  A new flow costs one allocation instead.
+ * Preallocated (the loader sizes it, meter_size): allocated as flows came,
+ * the scattered per-CPU values cost 4x more a packet at 65,536 flows
+ * (bench/README.md, "Flow meter").
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, XDPR_METER_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct xdpr_meter_key);
 	__type(value, struct xdpr_meter_val);
 } xdpr_flows SEC(".maps");

@@ -831,7 +831,7 @@ _Static_assert(XDPR_FLT_WORDS % 64 == 0, "summary words cover whole rule words")
  * xdpr_flow_pcpu (PERCPU_ARRAY of 1).  Ports in network order; ICMP and
  * ICMPv6: sport 0, dport type << 8 | code (IPFIX icmpTypeCode).
  */
-#define XDPR_METER_MAX 262144  /* flows, allocated as they come (BPF_F_NO_PREALLOC) */
+#define XDPR_METER_MAX 262144  /* flows at most: preallocated, the loader sizes it (64 MiB of values) */
 
 struct xdpr_meter_key {
 	__u8 src[16];       /* IPv4: first 4 bytes, the rest zero */
