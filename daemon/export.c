@@ -167,7 +167,7 @@ enum {
 	IE_OCTETS = 1, IE_PACKETS = 2, IE_PROTO = 4, IE_TCP_FLAGS = 6, IE_SPORT = 7,
 	IE_SRC4 = 8, IE_IN_IF = 10, IE_DPORT = 11, IE_DST4 = 12, IE_OUT_IF = 14,
 	IE_V9_LAST = 21, IE_V9_FIRST = 22, IE_SRC6 = 27, IE_DST6 = 28,
-	IE_START_MS = 152, IE_END_MS = 153,
+	IE_ICMP4 = 32, IE_ICMP6 = 139, IE_START_MS = 152, IE_END_MS = 153,
 	IE_XSRC4 = 225, IE_XDST4 = 226, IE_XSPORT = 227, IE_XDPORT = 228,
 };
 
@@ -176,10 +176,11 @@ enum {
 	{ IE_IN_IF, 4 }, { IE_OUT_IF, 4 }, { IE_PACKETS, 8 }, { IE_OCTETS, 8 },       \
 	{ IE_START_MS, 8 }, { IE_END_MS, 8 }
 
-static const struct field f_ip4[] = { { IE_SRC4, 4 }, { IE_DST4, 4 }, COMMON_FIELDS };
-static const struct field f_ip6[] = { { IE_SRC6, 16 }, { IE_DST6, 16 }, COMMON_FIELDS };
+/* ICMP type << 8 | code: in the destination port too (what v5-era collectors read), and in 32/139 */
+static const struct field f_ip4[] = { { IE_SRC4, 4 }, { IE_DST4, 4 }, COMMON_FIELDS, { IE_ICMP4, 2 } };
+static const struct field f_ip6[] = { { IE_SRC6, 16 }, { IE_DST6, 16 }, COMMON_FIELDS, { IE_ICMP6, 2 } };
 static const struct field f_nat4[] = { { IE_SRC4, 4 }, { IE_DST4, 4 }, COMMON_FIELDS,
-	{ IE_XSRC4, 4 }, { IE_XDST4, 4 }, { IE_XSPORT, 2 }, { IE_XDPORT, 2 } };
+	{ IE_XSRC4, 4 }, { IE_XDST4, 4 }, { IE_XSPORT, 2 }, { IE_XDPORT, 2 }, { IE_ICMP4, 2 } };
 
 static const struct tmpl {
 	__u16 id;
@@ -255,6 +256,10 @@ static void put_field(__u8 *p, struct field fl, const struct xdpr_flow *r, const
 	case IE_DPORT: put16(p, r->dport); break;
 	case IE_XSPORT: put16(p, r->xsport); break;
 	case IE_XDPORT: put16(p, r->xdport); break;
+	case IE_ICMP4:
+	case IE_ICMP6:
+		put16(p, r->proto == IPPROTO_ICMP || r->proto == IPPROTO_ICMPV6 ? r->dport : 0);
+		break;
 	case IE_PROTO: *p = r->proto; break;
 	case IE_TCP_FLAGS: *p = r->proto == IPPROTO_TCP ? r->tcp_flags : 0; break;
 	case IE_IN_IF: put32(p, r->in_ifindex); break;
