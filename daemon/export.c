@@ -529,6 +529,20 @@ struct exporter *export_create(const struct conf_export *conf, char *err, size_t
 	return ex;
 }
 
+void export_take_cache(struct exporter *to, struct exporter *from)
+{
+	struct export_entry **t = to->tab;
+	size_t size = to->tab_size, n = to->nflows;
+
+	to->tab = from->tab;
+	to->tab_size = from->tab_size;
+	to->nflows = from->nflows;
+	to->gen = from->gen;
+	from->tab = t;
+	from->tab_size = size;
+	from->nflows = n;
+}
+
 void export_destroy(struct exporter *ex)
 {
 	if (!ex)

@@ -105,6 +105,8 @@ struct exporter {
 /* An exporter for c's collectors (sockets opened); NULL with err. */
 struct exporter *export_create(const struct conf_export *c, char *err, size_t len);
 void export_destroy(struct exporter *ex);
+/* What from reported of each flow to to (a reload: a flow's next record stays a delta); from's is to's. */
+void export_take_cache(struct exporter *to, struct exporter *from);
 /*
  * Read every flow from src, send what the rules say is due (active and
  * inactive timeout, FIN/RST), delete from src the flows that ended.  Never

@@ -324,16 +324,20 @@ static void export_configure(struct xdpr *x, const struct conf_export *want, con
 		return;
 	if (!d.exp && !want->n)
 		return;
-	export_destroy(d.exp); /* its cache goes: what it held but had not reported is reported anew */
+	struct exporter *old = d.exp;
+
 	d.exp = NULL;
 	d.exp_conf = *want;
 	if (want->n) {
 		d.exp = export_create(want, err, sizeof(err));
-		if (!d.exp) {
-			logm(LOG_ERR, "%s: export: %s", why, err);
-			return;
-		}
+	}
+	if (want->n && !d.exp) {
+		logm(LOG_ERR, "%s: export: %s", why, err);
+	} else if (want->n) {
 		d.exp->log = export_log;
+		/* what was reported stays reported: the next records stay deltas */
+		if (old)
+			export_take_cache(d.exp, old);
 		for (int i = 0; i < want->n; i++)
 			logm(LOG_INFO, "%s: exporting flows to %s %s (active timeout %u s, inactive %u s)",
 			     why, want->coll[i].fmt == CONF_EXPORT_IPFIX ? "ipfix" : "netflow9",
@@ -341,6 +345,7 @@ static void export_configure(struct xdpr *x, const struct conf_export *want, con
 	} else {
 		logm(LOG_INFO, "%s: flow export stopped", why);
 	}
+	export_destroy(old);
 	d.meter_pending = d.exp || d.meter_ours;
 	meter_set(x);
 }

@@ -89,6 +89,13 @@ for fmt in ipfix netflow9; do
 	if [ -n "$XDPR_EXPORT_NS" ]; then port=$((4738 + k)); else port=$((20000 + RANDOM % 20000)); fi
 	D=$T/$fmt
 	mkdir -p "$D/flows"
+	if ! command -v nfcapd > /dev/null || ! command -v nfdump > /dev/null || ! command -v tshark > /dev/null; then
+		# the set-up installs them (scripts/packages.txt): missing is a failure, not a skip
+		for c in sent nfcapd nfdump tshark templates values; do
+			tap 1 "$fmt: $c" "no nfcapd, nfdump or tshark (packages nfdump, tshark: make deps)"
+		done
+		continue
+	fi
 	nfcapd -w "$D/flows" -b 127.0.0.1 -p "$port" > "$D/nfcapd.log" 2>&1 &
 	nfpid=$!
 	bg+=("$nfpid")

@@ -497,6 +497,59 @@ static void test_sizes(bool v9)
 	export_destroy(ex);
 }
 
+/* A reload: the new exporter takes the old one's cache, a flow's next record is still a delta. */
+static void test_reload(void)
+{
+	struct exporter *a = make(CONF_EXPORT_IPFIX, rx_name), *b = make(CONF_EXPORT_NF9, rx_name);
+	struct export_clock c = at(T0);
+
+	rx_all();
+	memset(present, 0, sizeof(present));
+	flow4(0, IPPROTO_UDP, "10.7.0.1", 1, "10.7.0.2", 2);
+	counts(0, 100, 10000, T0 - 61 * S, T0); /* active timeout due */
+	export_tick(a, &c, &src);
+	export_take_cache(b, a);
+	export_destroy(a);
+	counts(0, 130, 13000, T0 - 61 * S, T0 + 55 * S);
+	c = at(T0 + 61 * S);
+	export_tick(b, &c, &src);
+	int n = rx_all();
+	struct rec r[4];
+	int nr = n == 2 ? records(msgs[1], msglen[1], true, r, 4) : 0;
+
+	tap_ok(n == 2 && nr == 1 && r[0].pkts == 30 && r[0].bytes == 3000 && b->nflows == 1,
+	       "a reload (the cache handed over): the next record is the delta, 30/3000 (messages %d, "
+	       "records %d, packets %llu)", n, nr, nr ? (unsigned long long)r[0].pkts : 0ULL);
+	export_destroy(b);
+}
+
+/* An IPv6 collector: the same messages over [::1]. */
+static void test_ipv6(void)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	socklen_t l = sizeof(a6);
+	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	char name[64];
+	__u8 b[2048];
+	ssize_t len;
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a6, sizeof(a6)) || getsockname(fd, (struct sockaddr *)&a6, &l)) {
+		tap_ok(0, "a UDP socket on [::1]: %s", strerror(errno));
+		return;
+	}
+	snprintf(name, sizeof(name), "[::1]:%u", ntohs(a6.sin6_port));
+	struct exporter *ex = make(CONF_EXPORT_IPFIX, name);
+	struct export_clock c = at(T0);
+
+	scenario_flows();
+	export_tick(ex, &c, &src);
+	len = recv(fd, b, sizeof(b), 0);
+	tap_ok(len > 0 && parse(b, len, false).ok && parse(b, len, false).nat4 == 1 && ex->coll[0].send_errors == 0,
+	       "an IPv6 collector (%s) gets the message (%zd bytes)", name, len);
+	export_destroy(ex);
+	close(fd);
+}
+
 static int logged;
 static char last_log[512];
 
@@ -611,6 +664,8 @@ int main(int argc, char **argv)
 	test_scenario(true);
 	test_sizes(false);
 	test_sizes(true);
+	test_reload();
+	test_ipv6();
 	{
 		/* a closed port: a socket bound, then closed */
 		int fd = socket(AF_INET, SOCK_DGRAM, 0);
