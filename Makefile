@@ -67,13 +67,13 @@ $(BUILD)/xdpr: $(CLI_OBJS) $(BUILD)/libxdpr.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/daemon/%.o: daemon/%.c $(wildcard cli/*.h) loader/libxdpr.h $(BPF_HDRS)
+$(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*.h) $(wildcard cli/*.h) loader/libxdpr.h $(BPF_HDRS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(shell pkg-config --cflags $(DPKGS)) -c $< -o $@
 
 # the daemon: the CLI's parsing and config engine, not its main
-$(BUILD)/xdprd: $(BUILD)/daemon/xdprd.o $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
+$(BUILD)/xdprd: $(BUILD)/daemon/xdprd.o $(BUILD)/daemon/export.o $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(DLDLIBS)
 
@@ -92,6 +92,9 @@ $(BUILD)/selftests/%: selftests/bpf/%.c $(wildcard selftests/bpf/*.h) $(BUILD)/l
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(BUILD)/libxdpr.a -o $@ $(LDLIBS)
+
+# the exporter's test drives daemon/export.c with synthetic flows
+$(BUILD)/selftests/test_export: $(BUILD)/daemon/export.o
 
 # the fuzzer's replay table shares its oracle
 $(BUILD)/selftests/test_fuzz: $(wildcard selftests/fuzz/*.h)

@@ -11,6 +11,8 @@
  *   set add NAME PREFIX...
  *   filter policy {accept|drop} | filter add RULE
  *   on-stop {keep|detach}                (xdprd only)
+ *   export {ipfix|netflow9} ADDR:PORT | export {active-timeout|inactive-timeout} S |
+ *   export sample N                      (xdprd only: daemon/export.c)
  *
  * and is the whole state: what it does not say is the default (no rule,
  * no route, policy accept, default timeouts and sizes).  xdpr save prints
@@ -64,6 +66,9 @@ void conf_init(struct conf *c)
 	for (size_t k = 0; k < NKNOBS; k++)
 		*knob_at(&c->knobs, k) = knob[k].def;
 	c->flt.policy = XDPR_FLT_ACCEPT;
+	c->exp.active = CONF_EXPORT_ACTIVE;
+	c->exp.inactive = CONF_EXPORT_INACTIVE;
+	c->exp.sample = 1;
 }
 
 void conf_free(struct conf *c)
@@ -377,6 +382,122 @@ static int once(size_t *where, size_t line, const char *what, char *err, size_t 
 	return 0;
 }
 
+int conf_addr_port(const char *s, struct sockaddr_storage *ss)
+{
+	char host[INET6_ADDRSTRLEN + 2], *colon;
+	unsigned long port;
+	size_t hl;
+
+	memset(ss, 0, sizeof(*ss));
+	colon = strrchr(s, ':');
+	if (!colon)
+		return -1;
+	if (parse_uint(colon + 1, 1, 65535, &port))
+		return -2;
+	hl = (size_t)(colon - s);
+	if (hl >= sizeof(host))
+		return -3;
+	memcpy(host, s, hl);
+	host[hl] = 0;
+	if (hl > 2 && host[0] == '[' && host[hl - 1] == ']') {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		host[hl - 1] = 0;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		return inet_pton(AF_INET6, host + 1, &s6->sin6_addr) == 1 ? 0 : -3;
+	}
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons(port);
+	return inet_pton(AF_INET, host, &s4->sin_addr) == 1 ? 0 : -3;
+}
+
+bool conf_export_same(const struct conf_export *a, const struct conf_export *b)
+{
+	if (a->n != b->n || a->active != b->active || a->inactive != b->inactive || a->sample != b->sample)
+		return false;
+	for (int i = 0; i < a->n; i++)
+		if (a->coll[i].fmt != b->coll[i].fmt || strcmp(a->coll[i].text, b->coll[i].text))
+			return false;
+	return true;
+}
+
+static const char *export_fmt_name(enum conf_export_fmt f)
+{
+	return f == CONF_EXPORT_IPFIX ? "ipfix" : "netflow9";
+}
+
+/* "export ..." (the words after "export") */
+static int add_export(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
+{
+	static const char usage[] = "expected \"export { ipfix | netflow9 } ADDR:PORT\", \"export "
+				    "{ active-timeout | inactive-timeout } SECONDS\" or \"export sample N\"";
+	struct conf_export *e = &c->exp;
+	unsigned long v;
+
+	if (argc != 2)
+		return snprintf(err, len, "%s", usage), EXIT_USAGE;
+	if (!strcmp(argv[0], "ipfix") || !strcmp(argv[0], "netflow9")) {
+		enum conf_export_fmt fmt = argv[0][0] == 'i' ? CONF_EXPORT_IPFIX : CONF_EXPORT_NF9;
+		struct conf_collector *k;
+		struct sockaddr_storage ss;
+		char a[INET6_ADDRSTRLEN];
+		int r = conf_addr_port(argv[1], &ss);
+
+		if (r == -1 || r == -2)
+			return snprintf(err, len, "invalid collector \"%s\" (ADDR:PORT or [ADDR]:PORT, "
+					"port 1-65535)", argv[1]), EXIT_USAGE;
+		if (r)
+			return snprintf(err, len, "invalid collector address in \"%s\" (an IPv4 or "
+					"[IPv6] address, not a name)", argv[1]), EXIT_USAGE;
+		if (ss.ss_family == AF_INET ?
+		    ((struct sockaddr_in *)&ss)->sin_addr.s_addr == INADDR_ANY :
+		    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&ss)->sin6_addr))
+			return snprintf(err, len, "invalid collector address in \"%s\" (unspecified)",
+					argv[1]), EXIT_USAGE;
+		if (e->n >= CONF_EXPORT_MAX)
+			return snprintf(err, len, "at most %d collectors", CONF_EXPORT_MAX), EXIT_USAGE;
+		k = &e->coll[e->n];
+		k->fmt = fmt;
+		k->addr = ss;
+		k->line = line;
+		if (ss.ss_family == AF_INET)
+			snprintf(k->text, sizeof(k->text), "%s:%u",
+				 inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a)),
+				 ntohs(((struct sockaddr_in *)&ss)->sin_port));
+		else
+			snprintf(k->text, sizeof(k->text), "[%s]:%u",
+				 inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, a, sizeof(a)),
+				 ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+		for (int i = 0; i < e->n; i++)
+			if (e->coll[i].fmt == fmt && !strcmp(e->coll[i].text, k->text))
+				return snprintf(err, len, "export %s %s is already on line %zu", argv[0],
+						k->text, e->coll[i].line), EXIT_USAGE;
+		e->n++;
+		return 0;
+	}
+	if (!strcmp(argv[0], "active-timeout") || !strcmp(argv[0], "inactive-timeout")) {
+		bool act = argv[0][0] == 'a';
+
+		if (parse_uint(argv[1], 1, CONF_EXPORT_TMAX, &v))
+			return snprintf(err, len, "invalid %s \"%s\" (seconds, 1 to %d)", argv[0], argv[1],
+					CONF_EXPORT_TMAX), EXIT_USAGE;
+		*(act ? &e->active : &e->inactive) = v;
+		return once(act ? &e->active_line : &e->inactive_line, line, act ? "export active-timeout" :
+			    "export inactive-timeout", err, len);
+	}
+	if (!strcmp(argv[0], "sample")) {
+		if (parse_uint(argv[1], 1, 65535, &v))
+			return snprintf(err, len, "invalid sample \"%s\" (1:N sampling, N 1 to 65535)",
+					argv[1]), EXIT_USAGE;
+		e->sample = v;
+		return once(&e->sample_line, line, "export sample", err, len);
+	}
+	return snprintf(err, len, "%s", usage), EXIT_USAGE;
+}
+
 static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, size_t len)
 {
 #define IS(a, b) (n >= 2 && !strcmp(w[0], a) && !strcmp(w[1], b))
@@ -408,9 +529,12 @@ static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, si
 		c->on_stop = w[1][0] == 'k' ? CONF_STOP_KEEP : CONF_STOP_DETACH;
 		return once(&c->on_stop_line, line, "on-stop", err, len);
 	}
+	if (!strcmp(w[0], "export"))
+		return add_export(c, n - 1, w + 1, line, err, len);
 #undef IS
 	return snprintf(err, len, "\"%s%s%s\" is not a configuration command (link attach, nat add, "
-			"nat limit, nat timeout, route add, set add, filter add, filter policy, on-stop)",
+			"nat limit, nat timeout, route add, set add, filter add, filter policy, on-stop, "
+			"export)",
 			w[0], n > 1 ? " " : "", n > 1 ? w[1] : ""), EXIT_USAGE;
 }
 
@@ -798,6 +922,15 @@ void conf_print(FILE *f, const struct conf *c)
 		fmt_filter_rule(&c->flt.r[i], buf, sizeof(buf));
 		fprintf(f, "filter add %s\n", buf);
 	}
+	/* flow export: a file's only (the running state has none: it is xdprd's) */
+	for (int i = 0; i < c->exp.n; i++)
+		fprintf(f, "export %s %s\n", export_fmt_name(c->exp.coll[i].fmt), c->exp.coll[i].text);
+	if (c->exp.active != CONF_EXPORT_ACTIVE)
+		fprintf(f, "export active-timeout %u\n", c->exp.active);
+	if (c->exp.inactive != CONF_EXPORT_INACTIVE)
+		fprintf(f, "export inactive-timeout %u\n", c->exp.inactive);
+	if (c->exp.sample != 1)
+		fprintf(f, "export sample %u\n", c->exp.sample);
 }
 
 /* ---- applying ---- */

@@ -8,6 +8,7 @@
 #define XDPR_CONF_H
 
 #include <stdio.h>
+#include <sys/socket.h>
 #include "cli.h"
 
 enum conf_on_stop { CONF_STOP_KEEP = 0, CONF_STOP_DETACH = 1 };
@@ -39,6 +40,29 @@ struct conf_binat {
 	size_t line;
 };
 
+/* "export ipfix|netflow9 ADDR:PORT" and its settings (xdprd only: daemon/export.c) */
+#define CONF_EXPORT_MAX      8
+#define CONF_EXPORT_ACTIVE   60  /* seconds: a long flow is reported this often */
+#define CONF_EXPORT_INACTIVE 15  /* seconds: a flow idle this long is reported and forgotten */
+#define CONF_EXPORT_TMAX     86400
+
+enum conf_export_fmt { CONF_EXPORT_IPFIX = 1, CONF_EXPORT_NF9 = 2 };
+
+struct conf_collector {
+	enum conf_export_fmt fmt;
+	struct sockaddr_storage addr; /* AF_INET or AF_INET6, port set */
+	char text[64];                /* ADDR:PORT as conf_print writes it ([ADDR]:PORT for IPv6) */
+	size_t line;
+};
+
+struct conf_export {
+	int n;
+	struct conf_collector coll[CONF_EXPORT_MAX];
+	__u32 active, inactive;       /* seconds, 1 to CONF_EXPORT_TMAX */
+	__u32 sample;                 /* 1:N packet sampling of the meter */
+	size_t active_line, inactive_line, sample_line;
+};
+
 struct conf {
 	int nlink;
 	struct conf_link link[XDPR_MAX_IFACES];
@@ -55,6 +79,7 @@ struct conf {
 	struct xdpr_flt_list flt; /* rules, sets, policy */
 	size_t *flt_line, flt_cap;
 	enum conf_on_stop on_stop; /* xdprd only: what stopping the daemon does */
+	struct conf_export exp;   /* xdprd only: flow export */
 	/* where each once-only word was given (0: not given), for errors */
 	size_t policy_line, on_stop_line, knob_line[8];
 	char name[256];         /* "FILE " for errors about a line; "" for a running state */
@@ -99,6 +124,14 @@ void conf_print(FILE *f, const struct conf *c);
  * re-opened on the way (attach); 0, or EXIT_FAIL with err.
  */
 int conf_apply(struct xdpr *x, const struct conf *want, struct conf_diff *d, char *err, size_t len);
+
+/*
+ * "ADDR:PORT" or "[ADDR]:PORT" (a literal address, port 1-65535) into ss:
+ * 0, -1 without ":PORT", -2 for a bad port, -3 for a bad address.
+ */
+int conf_addr_port(const char *s, struct sockaddr_storage *ss);
+/* The same collectors (in order) and settings: nothing to restart. */
+bool conf_export_same(const struct conf_export *a, const struct conf_export *b);
 
 /* xdpr save, xdpr restore */
 /* 1:1 NAT lines (cli/binat.c): parse one, read the router's, print, apply (deletions, then additions). */

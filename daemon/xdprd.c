@@ -15,6 +15,8 @@
  *     maps, a neighbour change refreshes the routes that keep a gateway's MAC;
  *   - sweeps expired NAT sessions, idle bindings and flow states every
  *     --gc seconds;
+ *   - exports flow records (IPFIX, NetFlow v9: daemon/export.c) to the
+ *     file's "export" collectors, reading the flow meter every second;
  *   - serves Prometheus metrics (libmicrohttpd) on --metrics;
  *   - tells systemd where it is (sd_notify: READY, RELOADING, STOPPING).
  * It takes the router's lock only while it changes something, so the CLI
@@ -44,6 +46,7 @@
 #include <microhttpd.h>
 #include <systemd/sd-daemon.h>
 #include "conf.h"
+#include "export.h"
 #include "out.h"
 #include "prom.h"
 
@@ -55,6 +58,7 @@
 #define DEF_METRICS "127.0.0.1:9477"
 #define DEF_GC      10          /* seconds between sweeps */
 #define SETTLE_MS   100         /* netlink events are gathered this long before acting */
+#define EXPORT_MS   1000        /* the flow exporter's tick */
 
 struct cli_opts opts; /* the CLI's options: xdprd prints nothing through out.c */
 
@@ -79,6 +83,12 @@ static struct {
 	unsigned long long applies, apply_errors, events[3], gc_runs, gc_sessions, gc_bindings,
 			   gc_flows, gc_errors, follows, scrapes, gc_last_ms;
 	bool config_ok;
+	/* flow export: the exporter of the file's "export" lines (NULL: none) */
+	struct exporter *exp;
+	struct conf_export exp_conf;
+	bool meter_pending;         /* the meter is still to be turned on (sample exp_conf.sample) */
+	bool meter_ours;            /* xdprd turned it on: off again when the file stops exporting */
+	int meter_err;              /* the last error turning it on (logged once) */
 } d = { .config = DEF_CONFIG, .metrics = DEF_METRICS, .gc_secs = DEF_GC,
 	.mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -250,6 +260,139 @@ static void log_lines(int prio, const char *why, const char *text)
 	}
 }
 
+/* ---- flow export ---- */
+
+#ifndef XDPR_FLOW_API
+/*
+ * Until the loader has the flow API (daemon/export.h, XDPR_FLOW_API): no
+ * flow table to read.  Delete these with the block in export.h.
+ */
+int xdpr_flow_foreach(struct xdpr *x, int (*cb)(const struct xdpr_flow *f, void *arg), void *arg)
+{
+	(void)cb, (void)arg;
+	snprintf(x->err, sizeof(x->err), "this xdpr has no flow meter");
+	return -EOPNOTSUPP;
+}
+
+int xdpr_flow_delete(struct xdpr *x, const struct xdpr_flow *f)
+{
+	(void)f;
+	snprintf(x->err, sizeof(x->err), "this xdpr has no flow meter");
+	return -EOPNOTSUPP;
+}
+
+int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample)
+{
+	(void)on, (void)sample;
+	snprintf(x->err, sizeof(x->err), "this xdpr has no flow meter");
+	return -EOPNOTSUPP;
+}
+#endif
+
+static void export_log(int prio, const char *msg)
+{
+	logm(prio, "%s", msg);
+}
+
+/* The meter on (the file exports) or off (it no longer does, and xdprd turned it on). */
+static void meter_set(struct xdpr *x)
+{
+	int e;
+
+	if (!d.meter_pending)
+		return;
+	e = d.exp ? xdpr_flow_set(x, true, d.exp_conf.sample) : xdpr_flow_set(x, false, 1);
+	if (e) {
+		if (e != d.meter_err)
+			logm(LOG_ERR, "export: cannot turn the flow meter %s: %s", d.exp ? "on" : "off", x->err);
+		d.meter_err = e;
+		return; /* tried again at the next tick */
+	}
+	if (d.exp)
+		logm(LOG_INFO, "export: flow meter on, sampling 1:%u", d.exp_conf.sample);
+	d.meter_ours = d.exp != NULL;
+	d.meter_pending = false;
+	d.meter_err = 0;
+}
+
+/* The file's export lines (x opened and locked by apply): a new exporter when they changed. */
+static void export_configure(struct xdpr *x, const struct conf_export *want, const char *why)
+{
+	char err[512];
+
+	if (d.exp && conf_export_same(&d.exp_conf, want))
+		return;
+	if (!d.exp && !want->n)
+		return;
+	struct exporter *old = d.exp;
+
+	d.exp = NULL;
+	d.exp_conf = *want;
+	if (want->n) {
+		d.exp = export_create(want, err, sizeof(err));
+	}
+	if (want->n && !d.exp) {
+		logm(LOG_ERR, "%s: export: %s", why, err);
+	} else if (want->n) {
+		d.exp->log = export_log;
+		/* what was reported stays reported: the next records stay deltas */
+		if (old)
+			export_take_cache(d.exp, old);
+		for (int i = 0; i < want->n; i++)
+			logm(LOG_INFO, "%s: exporting flows to %s %s (active timeout %u s, inactive %u s)",
+			     why, want->coll[i].fmt == CONF_EXPORT_IPFIX ? "ipfix" : "netflow9",
+			     want->coll[i].text, want->active, want->inactive);
+	} else {
+		logm(LOG_INFO, "%s: flow export stopped", why);
+	}
+	export_destroy(old);
+	d.meter_pending = d.exp || d.meter_ours;
+	meter_set(x);
+}
+
+static int flow_source_foreach(void *ctx, int (*cb)(const struct xdpr_flow *f, void *arg), void *arg)
+{
+	return xdpr_flow_foreach(ctx, cb, arg);
+}
+
+static int flow_source_del(void *ctx, const struct xdpr_flow *f)
+{
+	return xdpr_flow_delete(ctx, f);
+}
+
+/* A tick: the meter's flows to the collectors (never blocks on them: non-blocking UDP). */
+static void export_run(void)
+{
+	static struct xdpr x;
+	struct export_source src = { flow_source_foreach, flow_source_del, &x };
+	struct export_clock now;
+	struct timespec m, r;
+	char err[512];
+	int ret;
+
+	if (!d.exp && !d.meter_pending)
+		return;
+	if (d.meter_pending) { /* the meter is set under the lock, like any change */
+		if (open_locked(&x, err, sizeof(err)))
+			return;
+		meter_set(&x);
+		xdpr_close(&x);
+	}
+	if (!d.exp)
+		return;
+	ret = xdpr_open(&x, 0);
+	if (ret) {
+		xdpr_close(&x);
+		return; /* nothing attached: no flows */
+	}
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_REALTIME, &r);
+	now.mono_ns = m.tv_sec * 1000000000ULL + m.tv_nsec;
+	now.real_ns = r.tv_sec * 1000000000ULL + r.tv_nsec;
+	export_tick(d.exp, &now, &src);
+	xdpr_close(&x);
+}
+
 /* The whole file onto the router (start, SIGHUP). */
 static int apply(const char *why)
 {
@@ -289,6 +432,8 @@ static int apply(const char *why)
 	ret = conf_apply(&x, &c, &df, err, sizeof(err));
 	if (!ret && x.note[0])
 		logm(LOG_WARNING, "%s: %s", why, x.note);
+	if (!ret)
+		export_configure(&x, &c.exp, why);
 	xdpr_close(&x);
 	conf_free(&c);
 	if (ret) {
@@ -638,6 +783,39 @@ static void gc(void)
 
 /* ---- metrics ---- */
 
+static void export_metrics(FILE *f)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} per[] = {
+		{ "xdprd_export_records_total", "Flow records sent, by collector.",
+		  offsetof(struct export_collector, records) },
+		{ "xdprd_export_messages_total", "IPFIX or NetFlow v9 messages sent, by collector.",
+		  offsetof(struct export_collector, messages) },
+		{ "xdprd_export_send_errors_total", "Messages a collector did not get (unreachable, "
+		  "refused, socket full), by collector.", offsetof(struct export_collector, send_errors) },
+	};
+	struct exporter *ex = d.exp;
+
+	fprintf(f, "# HELP xdprd_export_flows Flows the exporter follows (its cache).\n"
+		"# TYPE xdprd_export_flows gauge\nxdprd_export_flows %zu\n", ex ? ex->nflows : 0);
+	fprintf(f, "# HELP xdprd_export_flows_deleted_total Ended flows the exporter deleted from the flow table.\n"
+		"# TYPE xdprd_export_flows_deleted_total counter\nxdprd_export_flows_deleted_total %llu\n",
+		ex ? (unsigned long long)ex->flows_deleted : 0ULL);
+	fprintf(f, "# HELP xdprd_export_read_errors_total Ticks that could not read the flow table.\n"
+		"# TYPE xdprd_export_read_errors_total counter\nxdprd_export_read_errors_total %llu\n",
+		ex ? (unsigned long long)ex->tick_errors : 0ULL);
+	for (size_t k = 0; k < sizeof(per) / sizeof(per[0]); k++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", per[k].name, per[k].help, per[k].name);
+		for (int i = 0; ex && i < ex->ncoll; i++)
+			fprintf(f, "%s{format=\"%s\",collector=\"%s\"} %llu\n", per[k].name,
+				ex->coll[i].conf.fmt == CONF_EXPORT_IPFIX ? "ipfix" : "netflow9",
+				ex->coll[i].conf.text,
+				*(unsigned long long *)((char *)&ex->coll[i] + per[k].off));
+	}
+}
+
 static void daemon_metrics(FILE *f)
 {
 	static const char *ev[3] = { "address", "link", "neighbour" };
@@ -666,6 +844,7 @@ static void daemon_metrics(FILE *f)
 		"xdprd_gc_removed_total{table=\"nat_bindings\"} %llu\n"
 		"xdprd_gc_removed_total{table=\"filter_flows\"} %llu\n",
 		d.gc_sessions, d.gc_bindings, d.gc_flows);
+	export_metrics(f);
 }
 
 static enum MHD_Result respond(struct MHD_Connection *con, unsigned int code, const char *type,
@@ -737,37 +916,20 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *con, const char
 
 static struct MHD_Daemon *start_metrics(char *err, size_t len)
 {
-	struct sockaddr_storage ss = {};
-	char host[128], *colon;
-	unsigned long port;
-	char *end;
+	struct sockaddr_storage ss;
+	int r;
 
 	if (!strcmp(d.metrics, "none"))
 		return NULL;
-	snprintf(host, sizeof(host), "%s", d.metrics);
-	colon = strrchr(host, ':');
-	if (!colon)
+	r = conf_addr_port(d.metrics, &ss);
+	if (r == -1)
 		return snprintf(err, len, "--metrics needs ADDR:PORT (or none), not \"%s\"", d.metrics), NULL;
-	*colon = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (*end || !port || port > 65535)
+	if (r == -2)
 		return snprintf(err, len, "invalid port in --metrics \"%s\"", d.metrics), NULL;
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-
-		host[strlen(host) - 1] = 0;
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons(port);
-		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1)
-			return snprintf(err, len, "invalid address in --metrics \"%s\"", d.metrics), NULL;
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons(port);
-		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
-			return snprintf(err, len, "invalid address in --metrics \"%s\"", d.metrics), NULL;
-	}
+	if (r)
+		return snprintf(err, len, "invalid address in --metrics \"%s\"", d.metrics), NULL;
+	__u16 port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port :
+			   ((struct sockaddr_in6 *)&ss)->sin6_port);
 	struct MHD_Daemon *m = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 		(uint16_t)port, NULL, NULL, on_http, NULL,
@@ -812,7 +974,7 @@ int main(int argc, char **argv)
 	char err[4096];
 	int c, sfd, ready[2] = { -1, -1 }, ret = 1;
 	unsigned long v;
-	long long next_gc;
+	long long next_gc, next_export;
 	bool stop = false;
 
 	opterr = 0;
@@ -919,6 +1081,7 @@ int main(int argc, char **argv)
 		}
 	}
 	next_gc = now_ms() + d.gc_secs * 1000LL;
+	next_export = now_ms() + EXPORT_MS;
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = mnl_socket_get_fd(nl), .events = POLLIN };
 	while (!stop) {
@@ -927,6 +1090,8 @@ int main(int argc, char **argv)
 
 		if (pend.armed && pend_due < until)
 			until = pend_due;
+		if ((d.exp || d.meter_pending) && next_export < until)
+			until = next_export;
 		n = poll(pfd, 2, until > now ? (int)(until - now) : 0);
 		if (n < 0 && errno != EINTR) {
 			logm(LOG_ERR, "poll: %s", strerror(errno));
@@ -994,6 +1159,13 @@ int main(int argc, char **argv)
 			follow();
 			pthread_mutex_unlock(&d.mu);
 		}
+		if (now >= next_export) {
+			pthread_mutex_lock(&d.mu);
+			export_run();
+			pthread_mutex_unlock(&d.mu);
+			/* one a second, not a burst after a long stall */
+			next_export = now + EXPORT_MS;
+		}
 		if (now >= next_gc) {
 			long long t0 = now_ms(), took, wait;
 
@@ -1028,6 +1200,15 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&d.mu);
 	} else {
 		logm(LOG_INFO, "stopping: the fast path keeps running with its state (on-stop keep)");
+		if (d.meter_ours) { /* no one reads the flow table any more */
+			static struct xdpr x;
+
+			pthread_mutex_lock(&d.mu);
+			if (!open_locked(&x, err, sizeof(err)) && xdpr_flow_set(&x, false, 1))
+				logm(LOG_ERR, "stopping: cannot turn the flow meter off: %s", x.err);
+			xdpr_close(&x);
+			pthread_mutex_unlock(&d.mu);
+		}
 	}
 	ret = 0;
 out:
@@ -1041,6 +1222,7 @@ out:
 		if (write(ready[1], &b, 1) < 0)
 			ret = 1;
 	}
+	export_destroy(d.exp);
 	free(d.text);
 	return ret;
 }
