@@ -14,40 +14,6 @@
 #include "libxdpr.h"
 #include "conf.h"
 
-/*
- * ---- XDPR_FLOW_API: the loader's flow API as /tmp/flow_iface.md gives it ----
- * Here until loader/libxdpr.h has it (it then defines XDPR_FLOW_API and
- * XDPR_FLOW_KEY_LEN): delete this block then, and the stubs in daemon/xdprd.c.
- * The name "struct xdpr_flow" is taken today by the filter's flow state
- * (bpf/xdpr_shared.h): until one of the two is renamed, the interface's is
- * spelt xdpr_flow_rec here (the define below; it goes with the block).
- */
-#ifndef XDPR_FLOW_API
-#define xdpr_flow xdpr_flow_rec
-#ifndef XDPR_FLOW_KEY_LEN
-#define XDPR_FLOW_KEY_LEN 48
-#endif
-    struct xdpr_flow {              /* one metered flow, summed over CPUs */
-            __u8  family;           /* AF_INET or AF_INET6 */
-            __u8  proto;            /* IPPROTO_* */
-            __u8  tcp_flags;        /* OR of the flags of every metered packet */
-            __u8  xlated;           /* bit 0: source translated, bit 1: destination translated */
-            __u32 in_ifindex, out_ifindex;
-            __u8  src[16], dst[16]; /* as it arrived; IPv4 in the first 4 bytes (network order) */
-            __u16 sport, dport;     /* host order */
-            __u8  xsrc[16], xdst[16]; /* as it left (equal to src/dst when not translated) */
-            __u16 xsport, xdport;   /* host order */
-            __u64 packets, bytes;   /* bytes: IP total length (L3), as IPFIX octetDeltaCount */
-            __u64 first_ns, last_ns;/* CLOCK_MONOTONIC (bpf_ktime_get_ns) of first/last packet */
-            __u8  key[XDPR_FLOW_KEY_LEN]; /* opaque: pass back to xdpr_flow_delete */
-    };
-    /* every metered flow, per-CPU values merged; cb returns non-zero to stop */
-    int xdpr_flow_foreach(struct xdpr *x, int (*cb)(const struct xdpr_flow *f, void *arg), void *arg);
-    int xdpr_flow_delete(struct xdpr *x, const struct xdpr_flow *f);  /* -ENOENT if gone */
-    int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample);         /* meter on/off, 1:N */
-    int xdpr_flow_get(struct xdpr *x, bool *on, __u32 *sample, __u64 *unmetered, __u64 *count, __u64 *max);
-#endif /* XDPR_FLOW_API */
-
 /* What export_tick and the encoder take as the time: both clocks, read together. */
 struct export_clock {
 	__u64 mono_ns;  /* CLOCK_MONOTONIC, the clock of xdpr_flow.first_ns/last_ns */

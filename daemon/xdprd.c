@@ -262,33 +262,6 @@ static void log_lines(int prio, const char *why, const char *text)
 
 /* ---- flow export ---- */
 
-#ifndef XDPR_FLOW_API
-/*
- * Until the loader has the flow API (daemon/export.h, XDPR_FLOW_API): no
- * flow table to read.  Delete these with the block in export.h.
- */
-int xdpr_flow_foreach(struct xdpr *x, int (*cb)(const struct xdpr_flow *f, void *arg), void *arg)
-{
-	(void)cb, (void)arg;
-	snprintf(x->err, sizeof(x->err), "this xdpr has no flow meter");
-	return -EOPNOTSUPP;
-}
-
-int xdpr_flow_delete(struct xdpr *x, const struct xdpr_flow *f)
-{
-	(void)f;
-	snprintf(x->err, sizeof(x->err), "this xdpr has no flow meter");
-	return -EOPNOTSUPP;
-}
-
-int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample)
-{
-	(void)on, (void)sample;
-	snprintf(x->err, sizeof(x->err), "this xdpr has no flow meter");
-	return -EOPNOTSUPP;
-}
-#endif
-
 static void export_log(int prio, const char *msg)
 {
 	logm(prio, "%s", msg);
@@ -350,9 +323,31 @@ static void export_configure(struct xdpr *x, const struct conf_export *want, con
 	meter_set(x);
 }
 
+/* The metered counts scaled by the sampling rate: records estimate what passed (1:N packet sampling). */
+struct scaled {
+	int (*cb)(const struct xdpr_flow *f, void *arg);
+	void *arg;
+	__u32 n;
+};
+
+static int flow_scaled(const struct xdpr_flow *f, void *arg)
+{
+	struct scaled *sc = arg;
+	struct xdpr_flow g;
+
+	if (sc->n <= 1)
+		return sc->cb(f, sc->arg);
+	g = *f;
+	g.packets *= sc->n;
+	g.bytes *= sc->n;
+	return sc->cb(&g, sc->arg);
+}
+
 static int flow_source_foreach(void *ctx, int (*cb)(const struct xdpr_flow *f, void *arg), void *arg)
 {
-	return xdpr_flow_foreach(ctx, cb, arg);
+	struct scaled sc = { cb, arg, d.exp_conf.sample };
+
+	return xdpr_flow_foreach(ctx, flow_scaled, &sc);
 }
 
 static int flow_source_del(void *ctx, const struct xdpr_flow *f)

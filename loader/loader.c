@@ -319,23 +319,6 @@ static int restore_foreign(const struct pending *pd, int n)
 	return err;
 }
 
-/*
- * The flow meter's table is preallocated: allocated as flows came, its
- * scattered per-CPU values cost 3.2 us a packet at 65,536 flows against
- * 0.8 us preallocated (bench/README.md, "Flow meter").  At most 64 MiB of
- * values, 16384 flows at least, XDPR_METER_MAX at most.
- */
-static void meter_size(struct xdpr_bpf *skel)
-{
-	int n = xdpr_ncpus();
-	__u64 per = (__u64)sizeof(struct xdpr_meter_val) * (n > 0 ? n : 1) + 128, max = (64ULL << 20) / per;
-
-	if (max > XDPR_METER_MAX)
-		max = XDPR_METER_MAX;
-	if (max < 16384)
-		max = 16384;
-	bpf_map__set_max_entries(skel->maps.xdpr_flows, (__u32)max);
-}
 
 /*
  * The one XDP program every interface gets: the one already attached in
@@ -373,7 +356,6 @@ static int shared_get(struct xdpr *x, struct shared *sh)
 		seterr(x, "cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	meter_size(sh->skel);
 	err = xdpr_reuse_maps(x, sh->skel->obj);
 	if (err)
 		return err;
@@ -458,7 +440,6 @@ static int attach_plain(struct xdpr *x, struct shared *sh, __u32 ifindex, enum x
 	sh->skel = xdpr_bpf__open();
 	if (!sh->skel)
 		return -errno;
-	meter_size(sh->skel);
 	if (xdpr_reuse_maps(x, sh->skel->obj))
 		return -EINVAL;
 	bpf_program__set_autoload(sh->skel->progs.xdpr_nat_gc, false);
