@@ -27,6 +27,7 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 	struct xdpr_nat_rule *r;
 	struct xdpr_bind *b;
 	__u32 rid, ifindex;
+	int err = 0;
 
 	if (!ctx || !io || pkt4_view(ctx, io, p))
 		return STEP_NEXT;
@@ -51,15 +52,8 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 		b = nat_lookup(&xdpr_nat_bind, &bk);
 		if (!b)
 			return STEP_NEXT;
-		rid = b->rule;
-		r = bpf_map_lookup_elem(&xdpr_nat_rules, &rid);
-		if (!r)
-			return STEP_NEXT;
-		ifindex = r->ifindex;
-		out = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
-		if (!out)
-			return STEP_NEXT;
-		goto allowed;
+		err = 1;
+		goto bound;
 	}
 	if (!nat4_keyable(p, XDPR_CT_OUT) || p->proto == IPPROTO_ICMP)
 		return STEP_NEXT;
@@ -86,6 +80,7 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 		io->hp_rule = rid;
 		return STEP_HAIRPIN;
 	}
+bound:
 	rid = b->rule;
 	r = bpf_map_lookup_elem(&xdpr_nat_rules, &rid);
 	if (!r)
@@ -97,9 +92,9 @@ __noinline int nat4_hairpin(struct xdp_md *ctx, struct pkt4_io *io)
 	/*
 	 * Filtering first, so a refused packet goes to the kernel untouched:
 	 * without EIF, the binding must already talk to this host's outside
-	 * endpoint (its mapping under the same rule).
+	 * endpoint (its mapping under the same rule).  An error is not filtered.
 	 */
-	if (!(r->flags & XDPR_NAT_EIF)) {
+	if (!err && !(r->flags & XDPR_NAT_EIF)) {
 		struct xdpr_eim_key ek = { .in_addr = p->iph->saddr, .in_port = p->sport,
 					   .proto = p->proto, .rule = rid };
 		struct xdpr_eim_val *e;
