@@ -58,10 +58,7 @@ while True:
         n = 0
     else:
         n += 1' "$T_TMP/s.count" 2>/dev/null &
-for ((i = 0; i < 50; i++)); do
-	[ -n "$(in_ns "$S" ss -Huln "sport = :7001" 2>/dev/null)" ] && break
-	sleep 0.1
-done
+wait_listen "$S" 7001 udp || bail_out "the UDP counter on S:7001 did not start"
 
 # send.py SPORT N SIZE CPU: N datagrams of SIZE bytes from C1:SPORT to S:7001, on CPU
 cat >"$T_TMP/send.py" <<'EOF'

@@ -375,11 +375,13 @@ ping6() {
 	T_TIMEOUT=$((n + 10)) in_ns "$ns" ping -6 -q -c "$n" -i 0.2 -W 1 "$@" "$dst" >/dev/null 2>&1
 }
 
-# wait_listen NS PORT: until a TCP socket listens on PORT in NS (<= 5 s).
+# wait_listen NS PORT [udp]: until a TCP (or UDP) socket listens on PORT
+# in NS (<= 5 s).
 wait_listen() {
-	local i
+	local i opt=-Htln
+	[ "${3:-}" = udp ] && opt=-Huln
 	for ((i = 0; i < 50; i++)); do
-		[ -n "$(in_ns "$1" ss -Htln "sport = :$2" 2>/dev/null)" ] && return 0
+		[ -n "$(in_ns "$1" ss "$opt" "sport = :$2" 2>/dev/null)" ] && return 0
 		sleep 0.1
 	done
 	return 1
