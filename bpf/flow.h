@@ -173,7 +173,7 @@ static __always_inline void flow_count(struct xdp_md *ctx)
 	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
 	if (!m || !fib || flow_tuple(ctx, xsrc, xdst, &xsport, &xdport, &proto, &family, &l3len, &fl))
 		return;
-	now = bpf_ktime_get_ns();
+	now = bpf_ktime_get_coarse_ns();
 	v = bpf_map_lookup_elem(&xdpr_flows, &m->key);
 	if (!v) {
 		v = &m->val;

@@ -848,7 +848,7 @@ struct xdpr_meter_key {
 struct xdpr_meter_val {  /* one CPU's share of a flow */
 	__u64 packets;      /* 0: this CPU met none of it (the rest is zero too) */
 	__u64 bytes;        /* IP total length (L3) */
-	__u64 first_ns;     /* bpf_ktime_get_ns of this CPU's first and last packet */
+	__u64 first_ns;     /* bpf_ktime_get_coarse_ns (CLOCK_MONOTONIC_COARSE, a tick) of this CPU's first and last packet */
 	__u64 last_ns;
 	__u8 xsrc[16];      /* the tuple as it left, at this CPU's last packet */
 	__u8 xdst[16];
