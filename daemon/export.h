@@ -16,7 +16,7 @@
 
 /* What export_tick and the encoder take as the time: both clocks, read together. */
 struct export_clock {
-	__u64 mono_ns;  /* CLOCK_MONOTONIC, the clock of xdpr_flow.first_ns/last_ns */
+	__u64 mono_ns;  /* CLOCK_MONOTONIC (xdpr_flow.first_ns/last_ns are its coarse reading, within a tick) */
 	__u64 real_ns;  /* CLOCK_REALTIME */
 };
 

@@ -632,7 +632,7 @@ struct xdpr_flow {              /* one metered flow, summed over CPUs */
 	__u8  xsrc[16], xdst[16]; /* as it left (equal to src/dst when not translated) */
 	__u16 xsport, xdport;   /* host order */
 	__u64 packets, bytes;   /* bytes: IP total length (L3), as IPFIX octetDeltaCount */
-	__u64 first_ns, last_ns;/* CLOCK_MONOTONIC (bpf_ktime_get_ns) of first/last packet */
+	__u64 first_ns, last_ns;/* CLOCK_MONOTONIC_COARSE (bpf_ktime_get_coarse_ns) of first/last packet */
 	__u8  key[XDPR_FLOW_KEY_LEN]; /* opaque: pass back to xdpr_flow_delete */
 };
 #define XDPR_FLOW_XSRC 1u /* xdpr_flow.xlated */
