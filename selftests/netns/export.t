@@ -25,11 +25,7 @@ for f in ipfix:4739 netflow9:2055; do
 	eval "NF_${f%%:*}=$!"
 done
 for p in 4739 2055; do
-	for ((i = 0; i < 50; i++)); do
-		[ -n "$(in_ns "$H" ss -Huln "sport = :$p" 2>/dev/null)" ] && break
-		sleep 0.1
-	done
-	ok "nfcapd listens on 10.0.2.2:$p in H" test -n "$(in_ns "$H" ss -Huln "sport = :$p" 2>/dev/null)"
+	ok "nfcapd listens on 10.0.2.2:$p in H" wait_listen "$H" "$p" udp
 done
 
 # the running state, saved, plus the export lines: xdprd changes nothing else
@@ -63,10 +59,7 @@ while True:
     n += 1
     src = a' "$T_TMP/s.seen" 2>/dev/null &
 SPID=$!
-for ((i = 0; i < 50; i++)); do
-	[ -n "$(in_ns "$S" ss -Huln "sport = :7001" 2>/dev/null)" ] && break
-	sleep 0.1
-done
+wait_listen "$S" 7001 udp || bail_out "the UDP counter in S never listened on 7001"
 # 150 datagrams of 472 bytes from C1:40123 (150 x 500 bytes of IP), then "report" (34)
 T_TIMEOUT=20 in_ns "$C1" "$NAT_PY" -c '
 import socket, time
