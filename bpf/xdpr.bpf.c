@@ -2,7 +2,7 @@
 /*
  * xdpr.bpf.c - the xdpr fast path: one program on every router interface.
  *
- *   parse L2, VLAN tag off (vlan.h) -> IPv4 (fwd4.h) or IPv6 (fwd6.h):
+ *   parse L2, VLAN tag off (vlan.h) -> DDoS bans, meters (ddos.h) -> IPv4 (fwd4.h) or IPv6 (fwd6.h):
  *   checks -> reverse NAT -> route map / FIB -> filter -> source NAT -> TTL,
  *   egress claim -> rewrite -> tag on (vlan.h) -> flow meter (flow.h) -> redirect
  *
@@ -15,7 +15,8 @@
  * mappings), nat_xlate.h (rewriting), icmp.h (errors sent from XDP),
  * hairpin.h, filter.h (the filter step, before any hand-over of a forwarded
  * packet), filter_maps.h, reject.h (its answers), stats.h, csum.h,
- * flow.h (the flow meter: forwarded packets counted per flow for export).
+ * flow.h (the flow meter: forwarded packets counted per flow for export),
+ * ddos.h (per-host meters of protected prefixes, bans dropped first).
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -28,6 +29,7 @@
 #include "filter.h"
 #include "vlan.h"
 #include "flow.h"
+#include "ddos.h"
 
 static __always_inline int l2_for_us(const struct ethhdr *eth, const struct xdpr_iface *in)
 {
@@ -58,6 +60,7 @@ static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,
 					const struct xdpr_iface *in)
 {
 	struct bpf_fib_lookup *fib;
+	struct xdpr_cfg *cfg;
 	struct ethhdr *eth;
 	__u32 zero = 0;
 
@@ -70,6 +73,9 @@ static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,
 		return XDPR_PASS_NO_IFACE;
 	if (!l2_for_us(eth, in))
 		return XDPR_PASS_L2_OTHER;
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (cfg && (cfg->flags & (XDPR_CFG_DDOS | XDPR_CFG_BANS)) && ddos_step(ctx, cfg->flags))
+		return XDPR_DROP_DDOS_BAN;
 	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
 	if (!fib)
 		return XDPR_PASS_FIB_OTHER;

@@ -151,6 +151,9 @@ enum xdpr_reason {
 	XDPR_PASS_VLAN_QINQ,     /* 802.1ad outer tag, or two stacked tags         */
 	XDPR_DROP_VLAN_PUSH,     /* no room to put the egress VLAN tag on          */
 
+	/* DDoS defence (appended) */
+	XDPR_DROP_DDOS_BAN,      /* its source or destination is banned (ddos.h)   */
+
 	XDPR_REASON_MAX
 };
 
@@ -927,5 +930,90 @@ struct xdpr_npt_ctr {
 _Static_assert(sizeof(struct xdpr_npt_rule) == 52, "xdpr_npt_rule layout");
 _Static_assert(sizeof(struct xdpr_npt_tab) == 8 + 52 * XDPR_NPT_MAX, "xdpr_npt_tab layout");
 _Static_assert(sizeof(struct xdpr_npt_ctr) == 40, "xdpr_npt_ctr layout");
+
+/* ---- DDoS meters and bans (bpf/ddos.h, loader/ddos.c) ----
+ *
+ * With XDPR_CFG_DDOS, every packet arriving to be forwarded whose
+ * destination is inside a protected prefix (xdpr_ddos_prot, LPM) is counted
+ * per CPU for its destination host ("to" meter, xdpr_ddos_to: a hash
+ * preallocated, one entry per host) and for its source host ("from" meter,
+ * xdpr_ddos_from: LRU, a flood of spoofed sources evicts old ones, never
+ * fails).  Counters are cumulative; userspace takes rates from two reads.
+ * With XDPR_CFG_BANS, every forwarded packet looks its destination up as a
+ * "to" ban and its source as a "from" ban (xdpr_ddos_bans); a live ban with
+ * XDPR_DDOS_F_DROP drops it (drop_ddos_ban), counted per CPU in the ban.  A
+ * ban holds until until_ns, read against the coarse monotonic clock by the
+ * datapath itself, so a ban ends even when no daemon is running.
+ */
+#define XDPR_CFG_DDOS (1u << 7)   /* xdpr_cfg.flags: the meters count */
+#define XDPR_CFG_BANS (1u << 10)  /* xdpr_cfg.flags: the ban table is not empty */
+
+#define XDPR_MAP_DDOS_PROT  "xdpr_ddos_prot"
+#define XDPR_MAP_DDOS_TO    "xdpr_ddos_to"
+#define XDPR_MAP_DDOS_FROM  "xdpr_ddos_from"
+#define XDPR_MAP_DDOS_BANS  "xdpr_ddos_bans"
+#define XDPR_MAP_DDOS_STATS "xdpr_ddos_stats"
+
+#define XDPR_DDOS_PROT_MAX  4096     /* protected prefixes (each family) */
+#define XDPR_DDOS_HOSTS     65536    /* "to" meters: destination hosts (default) */
+#define XDPR_DDOS_SOURCES   65536    /* "from" meters: source hosts (LRU, default) */
+#define XDPR_DDOS_BAN_MAX   65536    /* bans */
+
+enum xdpr_ddos_dir { XDPR_DDOS_TO = 0, XDPR_DDOS_FROM = 1 };
+enum xdpr_ddos_reason { XDPR_DDOS_R_MANUAL = 0, XDPR_DDOS_R_PPS = 1, XDPR_DDOS_R_BPS = 2 };
+#define XDPR_DDOS_F_DROP      1u  /* drop the ban's packets in XDP */
+#define XDPR_DDOS_F_BLACKHOLE 2u  /* userspace: announce the host upstream (xdprd) */
+#define XDPR_DDOS_FOREVER     (~0ULL) /* until_ns of a ban without an end */
+
+/* Meter and ban key: IPv4 in addr[0..3], the rest zero. */
+struct xdpr_ddos_key {
+	__u8 family;        /* AF_INET, AF_INET6 */
+	__u8 dir;           /* enum xdpr_ddos_dir */
+	__u8 pad[2];
+	__u8 addr[16];
+};
+
+/* xdpr_ddos_prot key: an LPM trie key (prefixlen covers family + address). */
+struct xdpr_ddos_prot_key {
+	__u32 plen;         /* 8 + prefix length (the family byte is matched whole) */
+	__u8 family;
+	__u8 addr[16];
+	__u8 pad[3];
+};
+
+/* Meter value, per CPU. */
+struct xdpr_ddos_ctr {
+	__u64 packets;
+	__u64 bytes;        /* L3 bytes, as the packet arrived */
+	__u64 last_ns;      /* coarse clock (bpf_ktime_get_coarse_ns) of its last packet */
+};
+
+/*
+ * Ban value, per CPU: userspace writes the same until/since/rates/reason/
+ * flags on every CPU; the datapath only adds to its CPU's dropped counters.
+ */
+struct xdpr_ddos_ban {
+	__u64 until_ns;     /* coarse clock; XDPR_DDOS_FOREVER: no end */
+	__u64 since_ns;
+	__u64 pps;          /* the rates that caused it (0 for manual bans) */
+	__u64 bps;
+	__u32 reason;       /* enum xdpr_ddos_reason */
+	__u32 flags;        /* XDPR_DDOS_F_* */
+	__u64 dropped_pkts;
+	__u64 dropped_bytes;
+};
+
+/* xdpr_ddos_stats[0], per CPU. */
+struct xdpr_ddos_stat {
+	__u64 metered;      /* packets counted in a "to" meter */
+	__u64 untracked;    /* packets to a protected host without a meter: table full */
+	__u64 banned;       /* packets dropped by a ban */
+	__u64 pad;
+};
+
+_Static_assert(sizeof(struct xdpr_ddos_key) == 20, "xdpr_ddos_key layout");
+_Static_assert(sizeof(struct xdpr_ddos_prot_key) == 24, "xdpr_ddos_prot_key layout");
+_Static_assert(sizeof(struct xdpr_ddos_ctr) == 24, "xdpr_ddos_ctr layout");
+_Static_assert(sizeof(struct xdpr_ddos_ban) == 56, "xdpr_ddos_ban layout");
 
 #endif /* XDPR_SHARED_H */

@@ -107,6 +107,11 @@ int print_binat_rules(struct xdpr *x);
 int do_filter(int argc, char **argv);
 int do_set(int argc, char **argv);
 int do_flow(int argc, char **argv); /* cli/flow.c */
+int do_ddos(int argc, char **argv); /* cli/ddos.c */
+int do_top(int argc, char **argv);  /* cli/ddos.c */
+/* "[to|from] ADDR [time S|forever] [blackhole]" (unban: the address only); secs 0: forever. */
+int parse_ddos_ban(int argc, char **argv, bool unban, struct xdpr_ddos_ban_info *b, __u64 *secs,
+		   char *err, size_t len);
 /* The words after "filter add": 0 or EXIT_USAGE with the message in err. */
 int parse_filter_rule(int argc, char **argv, struct xdpr_flt_spec *r, char *err, size_t len);
 /* A rule in canonical words, the ones parse_filter_rule reads back to it. */

@@ -51,6 +51,8 @@ static void usage(FILE *f)
 		"       xdpr [OPTIONS] filter { add | insert | del | flush | policy | load | show } ...\n"
 		"       xdpr [OPTIONS] set { add | del | flush | show } ...\n"
 		"       xdpr [OPTIONS] flow { meter { on [sample N] | off } | show | flush }\n"
+		"       xdpr [OPTIONS] ddos { on | off | protect | show | ban | unban | flush } ...\n"
+		"       xdpr [OPTIONS] top [n N] [by { pps | bps }] [interval SECS] [count N]\n"
 		"       xdpr save                     (the running state, in the words restore reads)\n"
 		"       xdpr restore { FILE | - }     (make the running state that file's, all or nothing)\n"
 		"       xdpr help\n"
@@ -68,6 +70,8 @@ static const struct {
 	{ "filter", do_filter },
 	{ "set",   do_set },
 	{ "flow",  do_flow },
+	{ "ddos",  do_ddos },
+	{ "top",   do_top },
 	{ "save",  do_save },
 	{ "restore", do_restore },
 };

@@ -89,6 +89,7 @@ enum xdpr_map {
 	XM_NPT, XM_NPT_STATS,
 	XM_BINAT, XM_BINAT_IN, XM_BINAT_OUT, XM_BINAT_ST,
 	XM_METER, XM_METER_PC,
+	XM_DDOS_PROT, XM_DDOS_TO, XM_DDOS_FROM, XM_DDOS_BANS, XM_DDOS_STATS,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
 };
@@ -656,5 +657,58 @@ int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample);
 int xdpr_flow_get(struct xdpr *x, bool *on, __u32 *sample, __u64 *unmetered, __u64 *count, __u64 *max);
 /* Delete every metered flow: how many, or -errno with x->err. */
 long xdpr_flow_flush(struct xdpr *x);
+
+/* ---- DDoS meters and bans (bpf/ddos.h, loader/ddos.c) ---- */
+struct xdpr_ddos_host {         /* one metered host, summed over CPUs, cumulative */
+	__u8  family;           /* AF_INET or AF_INET6 */
+	__u8  dir;              /* XDPR_DDOS_TO: a protected destination; _FROM: a source */
+	__u8  addr[16];         /* IPv4 in the first 4 bytes (network order) */
+	__u64 packets, bytes;   /* bytes: L3, as the packets arrived */
+	__u64 last_ns;          /* coarse clock (xdpr_ddos_now_ns) of its last packet */
+};
+struct xdpr_ddos_ban_info {
+	__u8  family, dir;      /* dir XDPR_DDOS_TO: packets to addr; _FROM: packets from it */
+	__u8  addr[16];
+	__u32 reason, flags;    /* enum xdpr_ddos_reason, XDPR_DDOS_F_* */
+	__u64 until_ns, since_ns; /* coarse clock; until XDPR_DDOS_FOREVER: no end */
+	__u64 pps, bps;         /* the rates that caused it (0: manual) */
+	__u64 dropped_pkts, dropped_bytes; /* summed over CPUs (ignored by xdpr_ddos_ban) */
+};
+struct xdpr_ddos_stats {        /* struct xdpr_ddos_stat summed over CPUs, since load */
+	__u64 metered, untracked, banned;
+};
+/* Meters on or off (XDPR_CFG_DDOS).  Hold the lock (XDPR_O_LOCK). */
+int xdpr_ddos_set(struct xdpr *x, bool on);
+/*
+ * Any pointer may be NULL: on; untracked, packets to protected hosts that
+ * found the "to" table full (summed, since load); hosts, "to" meters in
+ * the table now; max, its size.
+ */
+int xdpr_ddos_get(struct xdpr *x, bool *on, __u64 *untracked, __u64 *hosts, __u64 *max);
+int xdpr_ddos_stats(struct xdpr *x, struct xdpr_ddos_stats *s);
+/*
+ * Add or delete a protected prefix: -EEXIST, -ENOENT, -EINVAL (host bits,
+ * bad length or family), -ENOSPC (full), with x->err.
+ */
+int xdpr_ddos_protect(struct xdpr *x, int family, const void *addr, int plen, bool add);
+int xdpr_ddos_protect_foreach(struct xdpr *x, int (*cb)(int family, const void *addr, int plen, void *arg),
+			      void *arg);
+/* Every metered host, "to" then "from"; cb non-zero stops (returned); cb may delete its host. */
+int xdpr_ddos_host_foreach(struct xdpr *x, int (*cb)(const struct xdpr_ddos_host *h, void *arg), void *arg);
+int xdpr_ddos_host_delete(struct xdpr *x, const struct xdpr_ddos_host *h); /* -ENOENT if gone */
+/* Add or replace a ban (its drop counters kept on replace); sets XDPR_CFG_BANS.  Hold the lock. */
+int xdpr_ddos_ban(struct xdpr *x, const struct xdpr_ddos_ban_info *b);
+/* -ENOENT if none; clears XDPR_CFG_BANS when the table is empty.  Hold the lock. */
+int xdpr_ddos_unban(struct xdpr *x, int family, int dir, const void *addr);
+/* Every ban, expired ones too (until_ns < xdpr_ddos_now_ns(): they drop nothing). */
+int xdpr_ddos_ban_foreach(struct xdpr *x, int (*cb)(const struct xdpr_ddos_ban_info *b, void *arg), void *arg);
+#define XDPR_DDOS_FLUSH_HOSTS   1u
+#define XDPR_DDOS_FLUSH_BANS    2u
+#define XDPR_DDOS_FLUSH_PROTECT 4u
+/* Delete what "what" names: how many entries, or -errno with x->err.  Hold the lock for bans. */
+long xdpr_ddos_flush(struct xdpr *x, unsigned int what);
+/* CLOCK_MONOTONIC_COARSE in ns: the datapath's clock (until_ns, last_ns). */
+__u64 xdpr_ddos_now_ns(void);
+const char *xdpr_ddos_reason_name(__u32 reason); /* "manual", "pps", "bps" */
 
 #endif /* LIBXDPR_H */

@@ -54,6 +54,7 @@ static const struct {
 	[XDPR_TX_FILTER_REJECT]      = { "tx_filter_reject", "filter: a reject rule matched, TCP RST or ICMP prohibited sent back" },
 	[XDPR_PASS_VLAN_QINQ]        = { "pass_vlan_qinq",   "802.1ad outer tag or stacked VLAN tags" },
 	[XDPR_DROP_VLAN_PUSH]        = { "drop_vlan_push",   "no headroom to put the egress VLAN tag on" },
+	[XDPR_DROP_DDOS_BAN]         = { "drop_ddos_ban",    "DDoS: its source or destination is banned" },
 };
 
 const char *xdpr_reason_name(int r)

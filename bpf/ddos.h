@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ddos.h - DDoS meters and bans (xdpr_shared.h, "DDoS meters and bans"):
+ * per-host packet and byte counters of traffic to protected prefixes, and
+ * drops of banned hosts' traffic, before anything else is done with a
+ * packet that arrived to be forwarded.
+ *
+ * One global function, verified once, called from xdpr_forward only when
+ * XDPR_CFG_DDOS or XDPR_CFG_BANS is set: with both off, a packet pays the
+ * test of two flag bits.  No shared writes per packet: meter values, ban
+ * drop counters and the statistics are per CPU, added to without atomics;
+ * a host's first packet inserts its entry (the hash's own locking).
+ */
+#ifndef XDPR_DDOS_H
+#define XDPR_DDOS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xdpr_shared.h"
+#include "parse.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 2 * XDPR_DDOS_PROT_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct xdpr_ddos_prot_key);
+	__type(value, __u32);
+} xdpr_ddos_prot SEC(".maps");
+
+/* Preallocated (the loader may size it): one entry per destination host seen. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, XDPR_DDOS_HOSTS);
+	__type(key, struct xdpr_ddos_key);
+	__type(value, struct xdpr_ddos_ctr);
+} xdpr_ddos_to SEC(".maps");
+
+/* Sources: LRU, so spoofed floods evict old entries instead of filling it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, XDPR_DDOS_SOURCES);
+	__type(key, struct xdpr_ddos_key);
+	__type(value, struct xdpr_ddos_ctr);
+} xdpr_ddos_from SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, XDPR_DDOS_BAN_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct xdpr_ddos_key);
+	__type(value, struct xdpr_ddos_ban);
+} xdpr_ddos_bans SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdpr_ddos_stat);
+} xdpr_ddos_stats SEC(".maps");
+
+/* A live ban that drops: its counters, 1; else 0. */
+static __always_inline int ddos_banned(const struct xdpr_ddos_key *k, __u64 now, __u32 len)
+{
+	struct xdpr_ddos_ban *b = bpf_map_lookup_elem(&xdpr_ddos_bans, k);
+
+	if (!b || !(b->flags & XDPR_DDOS_F_DROP) || now >= b->until_ns)
+		return 0;
+	b->dropped_pkts++;
+	b->dropped_bytes += len;
+	return 1;
+}
+
+/*
+ * This CPU's share of the host's meter; a new host's entry is made, and
+ * when another CPU made it meanwhile, that one is counted in.  0, or -1
+ * when the table is full (a preallocated hash; the LRU one evicts).
+ */
+static __always_inline int ddos_count(void *map, const struct xdpr_ddos_key *k, __u64 now, __u32 len)
+{
+	struct xdpr_ddos_ctr *v = bpf_map_lookup_elem(map, k), n;
+	long err;
+
+	if (v) {
+		v->packets++;
+		v->bytes += len;
+		v->last_ns = now;
+		return 0;
+	}
+	n.packets = 1;
+	n.bytes = len;
+	n.last_ns = now;
+	err = bpf_map_update_elem(map, k, &n, BPF_NOEXIST);
+	if (err == -17 /* EEXIST */) {
+		v = bpf_map_lookup_elem(map, k);
+		if (v) {
+			v->packets++;
+			v->bytes += len;
+			v->last_ns = now;
+			return 0;
+		}
+	}
+	return err ? -1 : 0;
+}
+
+/*
+ * The packet at data (an Ethernet frame, its VLAN tag already off) as it
+ * arrived to be forwarded: 1 when a ban drops it, else 0 (metered when its
+ * destination is protected and the meters are on).  flags: xdpr_cfg.flags.
+ * Anything not IPv4 or IPv6 with its whole fixed header passes untouched:
+ * the packet path checks and counts it.
+ */
+__noinline int ddos_step(struct xdp_md *ctx, __u32 flags)
+{
+	struct xdpr_ddos_key src = {}, dst = {};
+	struct xdpr_ddos_prot_key pk = {};
+	struct xdpr_ddos_stat *st;
+	void *data, *end;
+	struct ethhdr *eth;
+	__u32 zero = 0, len;
+	__u64 now;
+
+	if (!ctx)
+		return 0;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	if ((void *)(eth + 1) > end)
+		return 0;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *iph = (void *)(eth + 1);
+
+		if ((void *)(iph + 1) > end)
+			return 0;
+		__builtin_memcpy(src.addr, &iph->saddr, 4);
+		__builtin_memcpy(dst.addr, &iph->daddr, 4);
+		src.family = dst.family = AF_INET;
+		len = bpf_ntohs(iph->tot_len);
+		pk.plen = 8 + 32;
+	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6h = (void *)(eth + 1);
+
+		if ((void *)(ip6h + 1) > end)
+			return 0;
+		__builtin_memcpy(src.addr, &ip6h->saddr, 16);
+		__builtin_memcpy(dst.addr, &ip6h->daddr, 16);
+		src.family = dst.family = AF_INET6;
+		len = sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len);
+		pk.plen = 8 + 128;
+	} else {
+		return 0;
+	}
+	src.dir = XDPR_DDOS_FROM;
+	dst.dir = XDPR_DDOS_TO;
+	now = bpf_ktime_get_coarse_ns();
+	st = bpf_map_lookup_elem(&xdpr_ddos_stats, &zero);
+	if (!st)
+		return 0;
+	if (flags & XDPR_CFG_BANS) {
+		if (ddos_banned(&dst, now, len) || ddos_banned(&src, now, len)) {
+			st->banned++;
+			return 1;
+		}
+	}
+	if (!(flags & XDPR_CFG_DDOS))
+		return 0;
+	pk.family = dst.family;
+	__builtin_memcpy(pk.addr, dst.addr, 16);
+	if (!bpf_map_lookup_elem(&xdpr_ddos_prot, &pk))
+		return 0;
+	if (ddos_count(&xdpr_ddos_to, &dst, now, len))
+		st->untracked++;
+	else
+		st->metered++;
+	ddos_count(&xdpr_ddos_from, &src, now, len);
+	return 0;
+}
+
+#endif /* XDPR_DDOS_H */
