@@ -89,6 +89,7 @@ enum xdpr_map {
 	XM_NPT, XM_NPT_STATS,
 	XM_BINAT, XM_BINAT_IN, XM_BINAT_OUT, XM_BINAT_ST,
 	XM_METER, XM_METER_PC,
+	XM_NATLOG,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
 };
@@ -656,5 +657,27 @@ int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample);
 int xdpr_flow_get(struct xdpr *x, bool *on, __u32 *sample, __u64 *unmetered, __u64 *count, __u64 *max);
 /* Delete every metered flow: how many, or -errno with x->err. */
 long xdpr_flow_flush(struct xdpr *x);
+
+/* ---- NAT event log (bpf/natlog.h, loader/natlog.c), read by xdprd's exporter ---- */
+#define XDPR_NATLOG_BYTES (1u << 20) /* the ring: 21,845 records (40 bytes + an 8-byte header) */
+struct xdpr_natlog;
+/* A record; non-zero stops the consume call (that value is returned then). */
+typedef int (*xdpr_natlog_cb)(const struct xdpr_natlog_rec *r, void *arg);
+/*
+ * A reader of the router's NAT event ring (the router of x, opened: it
+ * needs the map only, and keeps its own reference).  NULL with errno and
+ * x->err.  One reader at a time: records consumed are gone for others.
+ */
+struct xdpr_natlog *xdpr_natlog_open(struct xdpr *x, xdpr_natlog_cb cb, void *arg);
+/* Readable (poll, epoll) when records wait. */
+int xdpr_natlog_fd(const struct xdpr_natlog *l);
+/* Every record waiting, to cb: how many, or -errno (or cb's non-zero). Never blocks. */
+int xdpr_natlog_consume(struct xdpr_natlog *l);
+/* Is l the ring of x's router (not of one detached and attached again since)? */
+bool xdpr_natlog_is(const struct xdpr_natlog *l, struct xdpr *x);
+void xdpr_natlog_close(struct xdpr_natlog *l);
+/* Logging on/off (XDPR_CFG_NATLOG).  Hold the lock (XDPR_O_LOCK). */
+int xdpr_natlog_set(struct xdpr *x, bool on);
+int xdpr_natlog_get(struct xdpr *x, bool *on);
 
 #endif /* LIBXDPR_H */
