@@ -679,5 +679,7 @@ void xdpr_natlog_close(struct xdpr_natlog *l);
 /* Logging on/off (XDPR_CFG_NATLOG).  Hold the lock (XDPR_O_LOCK). */
 int xdpr_natlog_set(struct xdpr *x, bool on);
 int xdpr_natlog_get(struct xdpr *x, bool *on);
+/* Records the fast path could not log (ring full), every rule, summed over CPUs. */
+int xdpr_natlog_lost(struct xdpr *x, __u64 *lost);
 
 #endif /* LIBXDPR_H */

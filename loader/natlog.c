@@ -128,3 +128,31 @@ int xdpr_natlog_get(struct xdpr *x, bool *on)
 		*on = c.flags & XDPR_CFG_NATLOG;
 	return err;
 }
+
+int xdpr_natlog_lost(struct xdpr *x, __u64 *lost)
+{
+	int ncpu = xdpr_ncpus(), err = 0;
+	__u64 *vals;
+
+	*lost = 0;
+	if (x->fd[XM_NSTATS] < 0)
+		return 0;
+	vals = ncpu > 0 ? calloc(ncpu, sizeof(*vals)) : NULL;
+	if (!vals) {
+		seterr(x, "cannot read the NAT counters: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (__u32 id = 0; id < XDPR_NAT_MAX_RULES; id++) {
+		__u32 key = id * XDPR_NE_MAX + XDPR_NE_LOG_LOST;
+
+		if (bpf_map_lookup_elem(x->fd[XM_NSTATS], &key, vals)) {
+			err = -errno;
+			seterr(x, "cannot read the NAT counters: %s", strerror(-err));
+			break;
+		}
+		for (int c = 0; c < ncpu; c++)
+			*lost += vals[c];
+	}
+	free(vals);
+	return err;
+}
