@@ -107,6 +107,7 @@ for ((i = 0; i < 50; i++)); do
 	sleep 0.1
 done
 m=$(metrics)
+echo "$m" >"$T_TMP/metrics.txt"
 read_n=$(awk '$1 == "xdprd_nat_events_read_total" { print $2 }' <<<"$m")
 sent_n=$(awk '/^xdprd_nat_events_sent_total\{/ { print $2 }' <<<"$m")
 lost_n=$(awk '$1 == "xdprd_nat_events_lost_total" { print $2 }' <<<"$m")
