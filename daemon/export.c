@@ -434,7 +434,8 @@ static int coll_connect(struct export_collector *c)
 	return 0;
 }
 
-static void msg_send(struct exporter *ex, struct export_collector *c, struct msg *m,
+/* Send m to c: true if the kernel took it. */
+static bool msg_send(struct exporter *ex, struct export_collector *c, struct msg *m,
 		     const struct export_clock *now)
 {
 	ssize_t r;
@@ -469,7 +470,7 @@ static void msg_send(struct exporter *ex, struct export_collector *c, struct msg
 	e = coll_connect(c);
 	if (e) {
 		send_error(ex, c, -e, now->mono_ns);
-		return;
+		return false;
 	}
 	r = send(c->fd, m->b, m->len, MSG_DONTWAIT);
 	if (r < 0 && errno == ECONNREFUSED) {
@@ -479,11 +480,12 @@ static void msg_send(struct exporter *ex, struct export_collector *c, struct msg
 	}
 	if (r < 0) {
 		send_error(ex, c, errno, now->mono_ns);
-		return;
+		return false;
 	}
 	c->messages++;
 	c->records += m->data;
 	c->bytes += m->len;
+	return true;
 }
 
 /* The templates a collector gets: the NAT event ones too when it gets NAT events. */
@@ -498,6 +500,15 @@ static bool tmpl_due(const struct export_collector *c, __u64 now)
 	       c->tmpl_msgs + 1 >= EXPORT_TMPL_MSGS;
 }
 
+/* A new message to c, with the templates when they are due. */
+static void msg_start(struct exporter *ex, struct export_collector *c, struct msg *m,
+		      const struct export_clock *now)
+{
+	msg_begin(m, c->conf.fmt == CONF_EXPORT_NF9, tmpl_count(ex, c));
+	if (tmpl_due(c, now->mono_ns))
+		msg_templates(m);
+}
+
 /* The records of a tick to one collector, in as few messages as fit. */
 static void emit(struct exporter *ex, struct export_collector *c, const struct xdpr_flow *r, size_t n,
 		 const struct export_clock *now)
@@ -507,17 +518,13 @@ static void emit(struct exporter *ex, struct export_collector *c, const struct x
 
 	if (!n && !tmpl_due(c, now->mono_ns))
 		return;
-	msg_begin(&m, v9, tmpl_count(ex, c));
-	if (tmpl_due(c, now->mono_ns))
-		msg_templates(&m);
+	msg_start(ex, c, &m, now);
 	for (size_t i = 0; i < n; i++) {
 		const struct tmpl *t = tmpl_of(&r[i]);
 
 		if (!msg_fits(&m, t->id, rec_len(t, v9))) {
 			msg_send(ex, c, &m, now);
-			msg_begin(&m, v9, tmpl_count(ex, c));
-			if (tmpl_due(c, now->mono_ns))
-				msg_templates(&m);
+			msg_start(ex, c, &m, now);
 		}
 		msg_record(&m, &r[i], now);
 	}
@@ -766,40 +773,25 @@ void export_nat_events(struct exporter *ex, const struct export_clock *now, cons
 		return;
 	for (int k = 0; k < ex->ncoll; k++) {
 		struct export_collector *c = &ex->coll[k];
-		size_t sent = 0, upto = 0;
+		__u64 sent = 0;
 		struct msg m;
 
 		if (c->conf.fmt != CONF_EXPORT_IPFIX || !n)
 			continue;
-		msg_begin(&m, false, tmpl_count(ex, c));
-		if (tmpl_due(c, now->mono_ns))
-			msg_templates(&m);
+		msg_start(ex, c, &m, now);
 		for (size_t i = 0; i < n; i++) {
 			const struct tmpl *t = nat_tmpl_of(&r[i]);
 
 			if (r[i].family != AF_INET)
 				continue;
 			if (!msg_fits(&m, t->id, rec_len(t, false))) {
-				__u64 before = c->messages;
-
-				msg_send(ex, c, &m, now);
-				if (c->messages != before)
-					sent += upto;
-				upto = 0;
-				msg_begin(&m, false, tmpl_count(ex, c));
-				if (tmpl_due(c, now->mono_ns))
-					msg_templates(&m);
+				sent += msg_send(ex, c, &m, now) ? m.data : 0;
+				msg_start(ex, c, &m, now);
 			}
 			msg_nat_record(&m, &r[i], now);
-			upto++;
 		}
-		if (m.recs) {
-			__u64 before = c->messages;
-
-			msg_send(ex, c, &m, now);
-			if (c->messages != before)
-				sent += upto;
-		}
+		if (m.recs)
+			sent += msg_send(ex, c, &m, now) ? m.data : 0;
 		c->nat_records += sent;
 	}
 }

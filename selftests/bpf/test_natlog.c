@@ -13,7 +13,6 @@
  */
 #define _GNU_SOURCE
 #include "nat_table.h"
-#include <sched.h>
 
 #define MAXREC 4096
 static struct xdpr_natlog_rec recs[MAXREC];
@@ -152,6 +151,32 @@ static bool t_create_delete(void)
 	return ok;
 }
 
+/*
+ * A new flow from sport (its session: outside port xport), then two that
+ * the NAT refuses (reason, event) in the same second: the create and one
+ * record nl (limit: the host limit it carries), the second refusal none.
+ */
+static bool refused_twice(__u16 sport, __u16 xport, int reason, int event, __u8 nl, __u32 limit)
+{
+	__u64 t0, t1;
+	bool ok;
+
+	drain();
+	sleep_ms(1100); /* a second since any earlier record of this kind, CPU and rule */
+	t0 = now_ns();
+	ok = udp_new("first flow", sport, xport);
+	ok &= udp_refused("second flow: refused", sport + 1, reason, event);
+	t1 = now_ns();
+	ok &= udp_refused("third flow, the same second", sport + 2, reason, event);
+	ok &= expect(drain() == 2, "%d records, expected 2 (the create, one %s)", nrecs,
+		     nl == XDPR_NL_QUOTA ? "quota exceeded" : "ports exhausted");
+	if (nrecs == 2) {
+		ok &= rec_is("create", &recs[0], XDPR_NL_CREATE, 1, IN2, sport, OUTA, xport, 53, 0, t0, t1);
+		ok &= rec_is("refused", &recs[1], nl, 1, IN2, sport + 1, OUTA, 0, 53, limit, t0, t1);
+	}
+	return ok;
+}
+
 static bool t_quota(void)
 {
 	__u64 t0, t1;
@@ -160,16 +185,7 @@ static bool t_quota(void)
 	logging(true);
 	fresh();
 	cfg_write(XDPR_DEF_UDP, XDPR_DEF_HOLDDOWN, 1);
-	drain();
-	sleep_ms(1100); /* a second since any earlier quota record of this CPU and rule */
-	ok = udp_new("first flow (the limit: 1)", 5400, 5400);
-	t0 = now_ns();
-	ok &= udp_refused("second flow: host limit", 5401, XDPR_DROP_NAT_HOST_LIMIT, XDPR_NE_HOST_LIMIT);
-	t1 = now_ns();
-	ok &= udp_refused("third flow, the same second", 5402, XDPR_DROP_NAT_HOST_LIMIT, XDPR_NE_HOST_LIMIT);
-	ok &= expect(drain() == 2, "%d records, expected 2 (the create, one quota exceeded)", nrecs);
-	if (nrecs == 2)
-		ok &= rec_is("quota exceeded", &recs[1], XDPR_NL_QUOTA, 1, IN2, 5401, OUTA, 0, 53, 1, t0, t1);
+	ok = refused_twice(5400, 5400, XDPR_DROP_NAT_HOST_LIMIT, XDPR_NE_HOST_LIMIT, XDPR_NL_QUOTA, 1);
 	sleep_ms(1100);
 	t0 = now_ns();
 	ok &= udp_refused("fourth flow, a second later", 5403, XDPR_DROP_NAT_HOST_LIMIT, XDPR_NE_HOST_LIMIT);
@@ -183,24 +199,12 @@ static bool t_quota(void)
 
 static bool t_ports(void)
 {
-	__u64 t0, t1;
 	bool ok;
 
 	logging(true);
 	fresh();
 	rule_write(1, XDPR_NAT_MASQ, "0.0.0.0", 0, NULL, 0, 20000, 20000);
-	drain();
-	sleep_ms(1100);
-	ok = udp_new("first flow takes the one port 20000", 5500, 20000);
-	t0 = now_ns();
-	ok &= udp_refused("second flow: no port", 5501, XDPR_DROP_NAT_NO_PORT, XDPR_NE_NO_PORT);
-	t1 = now_ns();
-	ok &= udp_refused("third flow, the same second", 5502, XDPR_DROP_NAT_NO_PORT, XDPR_NE_NO_PORT);
-	ok &= expect(drain() == 2, "%d records, expected 2 (the create, one ports exhausted)", nrecs);
-	if (nrecs == 2) {
-		ok &= rec_is("create", &recs[0], XDPR_NL_CREATE, 1, IN2, 5500, OUTA, 20000, 53, 0, 0, t0);
-		ok &= rec_is("ports exhausted", &recs[1], XDPR_NL_PORTS, 1, IN2, 5501, OUTA, 0, 53, 0, t0, t1);
-	}
+	ok = refused_twice(5500, 20000, XDPR_DROP_NAT_NO_PORT, XDPR_NE_NO_PORT, XDPR_NL_PORTS, 0);
 	logging(false);
 	return ok;
 }
@@ -261,17 +265,7 @@ static const struct {
 
 int main(void)
 {
-	cpu_set_t cpus;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (geteuid() != 0) {
-		printf("1..0 # SKIP needs root\n");
-		return 0;
-	}
-	CPU_ZERO(&cpus);
-	CPU_SET(0, &cpus);
-	if (sched_setaffinity(0, sizeof(cpus), &cpus))
-		die("cannot stay on CPU 0: %s", strerror(errno));
+	need_root_on_cpu0();
 	table_init();
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.xdpr_natlog), on_rec, NULL, NULL);
 	if (!rb)
