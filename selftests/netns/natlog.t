@@ -237,10 +237,22 @@ is "$readn" 21845 "xdprd read what the ring held once it went on: 21845 records 
 is "$lost" "$((new + gone - 21845))" "log_lost counts every record that did not fit ($new creates + $gone deletes - 21845)"
 is "$(metric xdprd_nat_events_lost_total)" "$lost" "xdprd_nat_events_lost_total: $lost"
 
+# ---- a reload without "export nat-events on": logging off, a new session logs nothing ----
+sed -i '/^export nat-events on$/d' "$CONF"
+kill -HUP "$DPID"
+ok "reload: xdprd says NAT event logging is off" wait_file_line "$T_TMP/xdprd.log" "NAT event logging off"
+r0=$(metric xdprd_nat_events_read_total)
+l0=$(nat_ctr log_lost)
+n0=$(nat_ctr sessions_new)
+is "$(udp "$C1" ask 45000 2 10.0.4.2:7001)" "10.0.2.1:45000" "C1:45000 -> S after the reload: translated"
+sleep 1.5
+is "$(( $(nat_ctr sessions_new) - n0 )) $(metric xdprd_nat_events_read_total) $(nat_ctr log_lost)" "1 $r0 $l0" \
+	"its session made, no record read, none lost: the fast path logs nothing"
+
 kill -TERM "$DPID" 2>/dev/null
 wait "$DPID"
 is "$?" 0 "xdprd stopped cleanly"
-like "$(cat "$T_TMP/xdprd.log")" "NAT event logging off|stopping" "xdprd logged its stop"
+like "$(cat "$T_TMP/xdprd.log")" "stopping: the fast path keeps running" "xdprd logged its stop"
 grep -i "error" "$T_TMP/xdprd.log" | head -5 | while read -r l; do diag "xdprd: $l"; done
 
 done_testing
