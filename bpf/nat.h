@@ -348,6 +348,9 @@ __noinline int nat4_create(struct xdp_md *ctx, struct pkt4_io *io)
 		if (q->from_in)
 			return XDPR_PASS_NAT_FILTERED;
 		nat_count(q->rule_id, ev);
+		if (ev == XDPR_NE_NO_PORT || ev == XDPR_NE_HOST_LIMIT) /* rate limited: natlog.h */
+			natlog_put(ev == XDPR_NE_NO_PORT ? XDPR_NL_PORTS : XDPR_NL_QUOTA, &q->key,
+				   q->out_addr, 0, q->rule_id);
 		return nat_event_reason(ev);
 	}
 	return nat4_xlate_new(ctx, io);

@@ -21,6 +21,7 @@
 #define XDPR_NAT_SESS_H
 
 #include "nat_bind.h"
+#include "natlog.h"
 
 #define EVICT_SCAN 32
 #define HOST_TRIES 16
@@ -197,13 +198,14 @@ static __always_inline int nat_sess_delete(const struct xdpr_ct_key *okey, const
 	struct xdpr_ct_key ik;
 	__be32 xaddr = oval->xaddr;
 	__be16 xport = oval->xport;
-	__u32 gen = oval->bind_gen;
+	__u32 gen = oval->bind_gen, rule = oval->rule;
 
 	ct_other_key(okey, oval, &ik);
 	nat_delete(&xdpr_nat_ct, &ik);
 	if (nat_delete(&xdpr_nat_ct, okey))
 		return 0;
 	nat_release(okey->saddr, xaddr, xport, okey->proto, gen, now);
+	natlog_put(XDPR_NL_DELETE, okey, xaddr, xport, rule); /* oval may be another session's now */
 	return 1;
 }
 
@@ -707,6 +709,7 @@ insert:
 	if (ev == NAT_OK) {
 		nat_count(q->rule_id, XDPR_NE_SESS_NEW);
 		nat_ring_add();
+		natlog_put(XDPR_NL_CREATE, &q->key, q->out.xaddr, q->out.xport, q->rule_id);
 		return NAT_OK;
 	}
 	/* nothing created: give back the host count and the binding reference */

@@ -436,6 +436,7 @@ enum xdpr_nat_event {
 	XDPR_NE_BUSY,           /* another CPU held the endpoint or key too long: dropped */
 	XDPR_NE_PROBES,         /* ports looked at by searches that found none (<= 64 a packet) */
 	XDPR_NE_RESIZING,       /* sessions not created: the tables were being resized */
+	XDPR_NE_LOG_LOST,       /* NAT event records not logged: the ring (xdpr_natlog) was full */
 	XDPR_NE_MAX
 };
 
@@ -1015,5 +1016,46 @@ _Static_assert(sizeof(struct xdpr_ddos_key) == 20, "xdpr_ddos_key layout");
 _Static_assert(sizeof(struct xdpr_ddos_prot_key) == 24, "xdpr_ddos_prot_key layout");
 _Static_assert(sizeof(struct xdpr_ddos_ctr) == 24, "xdpr_ddos_ctr layout");
 _Static_assert(sizeof(struct xdpr_ddos_ban) == 56, "xdpr_ddos_ban layout");
+
+/* ---- NAT event log (bpf/natlog.h, loader/natlog.c; xdprd exports it as IPFIX NAT events) ----
+ *
+ * With XDPR_CFG_NATLOG set, the NAT steps write a record to xdpr_natlog
+ * (RINGBUF, sized by the loader) when a session is created or deleted
+ * (expiry, eviction, sweeps, `xdpr nat flush`: every delete goes through
+ * the packet path's code or the GC program), when a new session finds no
+ * free port, and when an inside host is at its session limit.  The last
+ * two are logged at most once a second per rule per CPU.  A record that
+ * finds the ring full is counted, XDPR_NE_LOG_LOST, and the packet goes
+ * on: logging never drops or delays one.  event holds the natEvent value
+ * of the IANA registry (RFC 8158); Juniper's draft-02 numbering differs.
+ */
+#define XDPR_MAP_NATLOG "xdpr_natlog"
+#define XDPR_CFG_NATLOG (1u << 6) /* xdpr_cfg.flags: NAT events go to xdpr_natlog */
+
+enum xdpr_natlog_event {          /* IANA natEvent (RFC 8158) */
+	XDPR_NL_CREATE = 4,       /* NAT44 session create */
+	XDPR_NL_DELETE = 5,       /* NAT44 session delete */
+	XDPR_NL_PORTS  = 12,      /* NAT ports exhausted */
+	XDPR_NL_QUOTA  = 13,      /* quota exceeded (natQuotaExceededEvent 3: max entries per user) */
+};
+
+struct xdpr_natlog_rec {
+	__u64 ts_ns;        /* bpf_ktime_get_coarse_ns (CLOCK_MONOTONIC_COARSE) */
+	__u8 event;         /* enum xdpr_natlog_event */
+	__u8 rule;          /* the NAT rule (natPoolId) */
+	__u8 proto;         /* IPPROTO_*; ICMP: ports are the echo identifier (sport, xsport), 0 */
+	__u8 family;        /* AF_INET */
+	__be32 src;         /* inside source */
+	__be32 xsrc;        /* outside (post-NAT) source; ports exhausted: the address that had none */
+	__be32 dst;         /* remote */
+	__be16 sport;
+	__be16 xsport;      /* 0 where no port was given (ports exhausted, quota) */
+	__be16 dport;
+	__u16 pad;
+	__u32 limit;        /* quota: the host limit (sessions per inside host) that was hit */
+	__u32 pad2;
+};
+
+_Static_assert(sizeof(struct xdpr_natlog_rec) == 40, "xdpr_natlog_rec layout");
 
 #endif /* XDPR_SHARED_H */

@@ -12,7 +12,7 @@
  *   filter policy {accept|drop} | filter add RULE
  *   on-stop {keep|detach}                (xdprd only)
  *   export {ipfix|netflow9} ADDR:PORT | export {active-timeout|inactive-timeout} S |
- *   export sample N                      (xdprd only: daemon/export.c)
+ *   export sample N | export nat-events on|off  (xdprd only: daemon/export.c)
  *
  * and is the whole state: what it does not say is the default (no rule,
  * no route, policy accept, default timeouts and sizes).  xdpr save prints
@@ -416,7 +416,8 @@ int conf_addr_port(const char *s, struct sockaddr_storage *ss)
 
 bool conf_export_same(const struct conf_export *a, const struct conf_export *b)
 {
-	if (a->n != b->n || a->active != b->active || a->inactive != b->inactive || a->sample != b->sample)
+	if (a->n != b->n || a->active != b->active || a->inactive != b->inactive || a->sample != b->sample ||
+	    a->nat_events != b->nat_events)
 		return false;
 	for (int i = 0; i < a->n; i++)
 		if (a->coll[i].fmt != b->coll[i].fmt || strcmp(a->coll[i].text, b->coll[i].text))
@@ -433,7 +434,8 @@ static const char *export_fmt_name(enum conf_export_fmt f)
 static int add_export(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
 {
 	static const char usage[] = "expected \"export { ipfix | netflow9 } ADDR:PORT\", \"export "
-				    "{ active-timeout | inactive-timeout } SECONDS\" or \"export sample N\"";
+				    "{ active-timeout | inactive-timeout } SECONDS\", \"export sample N\" "
+				    "or \"export nat-events { on | off }\"";
 	struct conf_export *e = &c->exp;
 	unsigned long v;
 
@@ -494,6 +496,12 @@ static int add_export(struct conf *c, int argc, char **argv, size_t line, char *
 					argv[1]), EXIT_USAGE;
 		e->sample = v;
 		return once(&e->sample_line, line, "export sample", err, len);
+	}
+	if (!strcmp(argv[0], "nat-events")) {
+		if (strcmp(argv[1], "on") && strcmp(argv[1], "off"))
+			return snprintf(err, len, "invalid nat-events \"%s\" (on or off)", argv[1]), EXIT_USAGE;
+		e->nat_events = !strcmp(argv[1], "on");
+		return once(&e->nat_events_line, line, "export nat-events", err, len);
 	}
 	return snprintf(err, len, "%s", usage), EXIT_USAGE;
 }
@@ -931,6 +939,8 @@ void conf_print(FILE *f, const struct conf *c)
 		fprintf(f, "export inactive-timeout %u\n", c->exp.inactive);
 	if (c->exp.sample != 1)
 		fprintf(f, "export sample %u\n", c->exp.sample);
+	if (c->exp.nat_events)
+		fprintf(f, "export nat-events on\n");
 }
 
 /* ---- applying ---- */

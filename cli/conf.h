@@ -61,6 +61,8 @@ struct conf_export {
 	__u32 active, inactive;       /* seconds, 1 to CONF_EXPORT_TMAX */
 	__u32 sample;                 /* 1:N packet sampling of the meter */
 	size_t active_line, inactive_line, sample_line;
+	bool nat_events;              /* "export nat-events on": NAT event records (IPFIX) */
+	size_t nat_events_line;
 };
 
 struct conf {

@@ -169,6 +169,9 @@ enum {
 	IE_V9_LAST = 21, IE_V9_FIRST = 22, IE_SRC6 = 27, IE_DST6 = 28,
 	IE_ICMP4 = 32, IE_ICMP6 = 139, IE_START_MS = 152, IE_END_MS = 153,
 	IE_XSRC4 = 225, IE_XDST4 = 226, IE_XSPORT = 227, IE_XDPORT = 228,
+	/* NAT events (RFC 8158; IPFIX only) */
+	IE_NAT_EVENT = 230, IE_NAT_POOL = 283, IE_OBS_MS = 323, IE_QUOTA_EVENT = 466,
+	IE_MAX_PER_USER = 473,
 };
 
 #define COMMON_FIELDS                                                               \
@@ -182,6 +185,14 @@ static const struct field f_ip6[] = { { IE_SRC6, 16 }, { IE_DST6, 16 }, COMMON_F
 static const struct field f_nat4[] = { { IE_SRC4, 4 }, { IE_DST4, 4 }, COMMON_FIELDS,
 	{ IE_XSRC4, 4 }, { IE_XDST4, 4 }, { IE_XSPORT, 2 }, { IE_XDPORT, 2 }, { IE_ICMP4, 2 } };
 
+/* NAT events: a session's (create, delete) and ports exhausted; quota exceeded adds its two */
+#define NAT_EVENT_FIELDS                                                            \
+	{ IE_OBS_MS, 8 }, { IE_NAT_EVENT, 1 }, { IE_PROTO, 1 }, { IE_SRC4, 4 },         \
+	{ IE_SPORT, 2 }, { IE_XSRC4, 4 }, { IE_XSPORT, 2 }, { IE_DST4, 4 },             \
+	{ IE_DPORT, 2 }, { IE_NAT_POOL, 4 }
+static const struct field f_natev4[] = { NAT_EVENT_FIELDS };
+static const struct field f_natq4[] = { NAT_EVENT_FIELDS, { IE_QUOTA_EVENT, 4 }, { IE_MAX_PER_USER, 4 } };
+
 static const struct tmpl {
 	__u16 id;
 	const struct field *f;
@@ -190,8 +201,12 @@ static const struct tmpl {
 	{ EXPORT_T_IP4, f_ip4, sizeof(f_ip4) / sizeof(f_ip4[0]) },
 	{ EXPORT_T_IP6, f_ip6, sizeof(f_ip6) / sizeof(f_ip6[0]) },
 	{ EXPORT_T_NAT4, f_nat4, sizeof(f_nat4) / sizeof(f_nat4[0]) },
+	/* sent only to IPFIX collectors of an exporter with nat-events on (tmpl_count) */
+	{ EXPORT_T_NATEV4, f_natev4, sizeof(f_natev4) / sizeof(f_natev4[0]) },
+	{ EXPORT_T_NATQ4, f_natq4, sizeof(f_natq4) / sizeof(f_natq4[0]) },
 };
 #define NTMPL (sizeof(tmpls) / sizeof(tmpls[0]))
+#define NTMPL_FLOWS 3 /* the flow templates: the first three */
 
 /* A field as the format has it: NetFlow v9 times are 4-byte sysUptime ms. */
 static struct field fmt_field(struct field f, bool v9)
@@ -282,6 +297,7 @@ struct msg {
 	__u16 set_id;
 	__u32 data, recs;       /* data records; every record (v9's count: templates too) */
 	bool tmpl;              /* it carries the templates */
+	size_t ntmpl;           /* how many of tmpls[] its collector gets */
 };
 
 static size_t hdr_len(bool v9)
@@ -289,9 +305,10 @@ static size_t hdr_len(bool v9)
 	return v9 ? 20 : 16;
 }
 
-static void msg_begin(struct msg *m, bool v9)
+static void msg_begin(struct msg *m, bool v9, size_t ntmpl)
 {
 	m->v9 = v9;
+	m->ntmpl = ntmpl;
 	m->len = hdr_len(v9);
 	m->set = 0;
 	m->data = m->recs = 0;
@@ -333,7 +350,7 @@ static bool msg_fits(const struct msg *m, __u16 id, size_t n)
 static void msg_templates(struct msg *m)
 {
 	set_open(m, m->v9 ? 0 : 2); /* v9: template flowset 0; IPFIX: template set 2 */
-	for (size_t t = 0; t < NTMPL; t++) {
+	for (size_t t = 0; t < m->ntmpl; t++) {
 		put16(m->b + m->len, tmpls[t].id);
 		put16(m->b + m->len + 2, (__u16)tmpls[t].n);
 		m->len += 4;
@@ -417,7 +434,8 @@ static int coll_connect(struct export_collector *c)
 	return 0;
 }
 
-static void msg_send(struct exporter *ex, struct export_collector *c, struct msg *m,
+/* Send m to c: true if the kernel took it. */
+static bool msg_send(struct exporter *ex, struct export_collector *c, struct msg *m,
 		     const struct export_clock *now)
 {
 	ssize_t r;
@@ -452,7 +470,7 @@ static void msg_send(struct exporter *ex, struct export_collector *c, struct msg
 	e = coll_connect(c);
 	if (e) {
 		send_error(ex, c, -e, now->mono_ns);
-		return;
+		return false;
 	}
 	r = send(c->fd, m->b, m->len, MSG_DONTWAIT);
 	if (r < 0 && errno == ECONNREFUSED) {
@@ -462,17 +480,33 @@ static void msg_send(struct exporter *ex, struct export_collector *c, struct msg
 	}
 	if (r < 0) {
 		send_error(ex, c, errno, now->mono_ns);
-		return;
+		return false;
 	}
 	c->messages++;
 	c->records += m->data;
 	c->bytes += m->len;
+	return true;
+}
+
+/* The templates a collector gets: the NAT event ones too when it gets NAT events. */
+static size_t tmpl_count(const struct exporter *ex, const struct export_collector *c)
+{
+	return ex->conf.nat_events && c->conf.fmt == CONF_EXPORT_IPFIX ? NTMPL : NTMPL_FLOWS;
 }
 
 static bool tmpl_due(const struct export_collector *c, __u64 now)
 {
 	return !c->tmpl_ns || now - c->tmpl_ns >= EXPORT_TMPL_SECS * NS_PER_S ||
 	       c->tmpl_msgs + 1 >= EXPORT_TMPL_MSGS;
+}
+
+/* A new message to c, with the templates when they are due. */
+static void msg_start(struct exporter *ex, struct export_collector *c, struct msg *m,
+		      const struct export_clock *now)
+{
+	msg_begin(m, c->conf.fmt == CONF_EXPORT_NF9, tmpl_count(ex, c));
+	if (tmpl_due(c, now->mono_ns))
+		msg_templates(m);
 }
 
 /* The records of a tick to one collector, in as few messages as fit. */
@@ -484,17 +518,13 @@ static void emit(struct exporter *ex, struct export_collector *c, const struct x
 
 	if (!n && !tmpl_due(c, now->mono_ns))
 		return;
-	msg_begin(&m, v9);
-	if (tmpl_due(c, now->mono_ns))
-		msg_templates(&m);
+	msg_start(ex, c, &m, now);
 	for (size_t i = 0; i < n; i++) {
 		const struct tmpl *t = tmpl_of(&r[i]);
 
 		if (!msg_fits(&m, t->id, rec_len(t, v9))) {
 			msg_send(ex, c, &m, now);
-			msg_begin(&m, v9);
-			if (tmpl_due(c, now->mono_ns))
-				msg_templates(&m);
+			msg_start(ex, c, &m, now);
 		}
 		msg_record(&m, &r[i], now);
 	}
@@ -694,4 +724,74 @@ out:
 	free(t.rec.v);
 	free(t.del.v);
 	return ret;
+}
+
+/* ---- NAT events (RFC 8158), IPFIX only ---- */
+
+static const struct tmpl *nat_tmpl_of(const struct xdpr_natlog_rec *r)
+{
+	return &tmpls[r->event == XDPR_NL_QUOTA ? 4 : 3];
+}
+
+static void put_nat_field(__u8 *p, struct field fl, const struct xdpr_natlog_rec *r,
+			  const struct export_clock *now)
+{
+	switch (fl.ie) {
+	case IE_OBS_MS: put64(p, wall_ms(now, r->ts_ns)); break;
+	case IE_NAT_EVENT: *p = r->event; break;
+	case IE_PROTO: *p = r->proto; break;
+	case IE_SRC4: memcpy(p, &r->src, 4); break;
+	case IE_XSRC4: memcpy(p, &r->xsrc, 4); break;
+	case IE_DST4: memcpy(p, &r->dst, 4); break;
+	case IE_SPORT: memcpy(p, &r->sport, 2); break;   /* network order already */
+	case IE_XSPORT: memcpy(p, &r->xsport, 2); break;
+	case IE_DPORT: memcpy(p, &r->dport, 2); break;
+	case IE_NAT_POOL: put32(p, r->rule); break;
+	case IE_QUOTA_EVENT: put32(p, 3); break;         /* maximum entries per user */
+	case IE_MAX_PER_USER: put32(p, r->limit); break;
+	}
+}
+
+static void msg_nat_record(struct msg *m, const struct xdpr_natlog_rec *r, const struct export_clock *now)
+{
+	const struct tmpl *t = nat_tmpl_of(r);
+
+	set_open(m, t->id);
+	for (int i = 0; i < t->n; i++) {
+		put_nat_field(m->b + m->len, t->f[i], r, now);
+		m->len += t->f[i].len;
+	}
+	m->data++;
+	m->recs++;
+}
+
+void export_nat_events(struct exporter *ex, const struct export_clock *now, const struct xdpr_natlog_rec *r,
+		       size_t n)
+{
+	ex->nat_events_in += n;
+	if (!ex->conf.nat_events)
+		return;
+	for (int k = 0; k < ex->ncoll; k++) {
+		struct export_collector *c = &ex->coll[k];
+		__u64 sent = 0;
+		struct msg m;
+
+		if (c->conf.fmt != CONF_EXPORT_IPFIX || !n)
+			continue;
+		msg_start(ex, c, &m, now);
+		for (size_t i = 0; i < n; i++) {
+			const struct tmpl *t = nat_tmpl_of(&r[i]);
+
+			if (r[i].family != AF_INET)
+				continue;
+			if (!msg_fits(&m, t->id, rec_len(t, false))) {
+				sent += msg_send(ex, c, &m, now) ? m.data : 0;
+				msg_start(ex, c, &m, now);
+			}
+			msg_nat_record(&m, &r[i], now);
+		}
+		if (m.recs)
+			sent += msg_send(ex, c, &m, now) ? m.data : 0;
+		c->nat_records += sent;
+	}
 }

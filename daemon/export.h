@@ -49,6 +49,7 @@ struct export_collector {
 	/* errors since the last log line, and when that was */
 	__u64 unlogged, log_ns;
 	int last_errno;
+	__u64 nat_records;      /* NAT event records sent (in records too) */
 };
 
 struct export_entry;
@@ -66,6 +67,7 @@ struct exporter {
 	/* log lines (prio as syslog's); NULL: none */
 	void (*log)(int prio, const char *msg);
 	int last_source_err;    /* logged once until it changes */
+	__u64 nat_events_in;    /* NAT event records handed to export_nat_events */
 };
 
 /* An exporter for c's collectors (sockets opened); NULL with err. */
@@ -79,5 +81,16 @@ void export_take_cache(struct exporter *to, struct exporter *from);
  * blocks; 0, or the source's negative errno (nothing sent then).
  */
 int export_tick(struct exporter *ex, const struct export_clock *now, const struct export_source *src);
+
+/*
+ * NAT events (the fast path's ring, loader/natlog.c) as IPFIX NAT event
+ * records, RFC 8158 (templates EXPORT_T_NATEV4, and EXPORT_T_NATQ4 for
+ * quota exceeded), to every IPFIX collector when conf.nat_events is on;
+ * NetFlow v9 collectors get none (the natEvent IEs are IPFIX's).  Sent at
+ * once, never queued; never blocks.
+ */
+enum { EXPORT_T_NATEV4 = 259, EXPORT_T_NATQ4 = 260 };
+void export_nat_events(struct exporter *ex, const struct export_clock *now, const struct xdpr_natlog_rec *r,
+		       size_t n);
 
 #endif

@@ -288,6 +288,140 @@ static void meter_set(struct xdpr *x)
 	d.meter_err = 0;
 }
 
+/* ---- NAT event log: the fast path's ring (loader/natlog.c) to the IPFIX collectors ---- */
+
+#define NATLOG_BATCH 256
+static struct {
+	struct xdpr_natlog *rd;   /* reader of the router's ring; NULL: none */
+	bool ours;                /* xdprd turned logging on: off again when the file stops */
+	int err;                  /* the last error (logged once) */
+	struct xdpr_natlog_rec buf[NATLOG_BATCH];
+	size_t n;
+	unsigned long long read, lost; /* records read; lost in the fast path (ring full) */
+} natlog;
+
+/* Logging wanted: "export nat-events on" and an IPFIX collector to get the records. */
+static bool natlog_wanted(void)
+{
+	for (int i = 0; d.exp && d.exp_conf.nat_events && i < d.exp_conf.n; i++)
+		if (d.exp_conf.coll[i].fmt == CONF_EXPORT_IPFIX)
+			return true;
+	return false;
+}
+
+static void natlog_flush(void)
+{
+	struct export_clock now;
+	struct timespec m, r;
+
+	if (!natlog.n)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_REALTIME, &r);
+	now.mono_ns = m.tv_sec * 1000000000ULL + m.tv_nsec;
+	now.real_ns = r.tv_sec * 1000000000ULL + r.tv_nsec;
+	if (d.exp)
+		export_nat_events(d.exp, &now, natlog.buf, natlog.n);
+	natlog.n = 0;
+}
+
+static int natlog_rec(const struct xdpr_natlog_rec *r, void *arg)
+{
+	(void)arg;
+	natlog.read++;
+	natlog.buf[natlog.n++] = *r;
+	if (natlog.n == NATLOG_BATCH)
+		natlog_flush();
+	return 0;
+}
+
+/* Every record waiting, to the collectors (d.mu held). */
+static void natlog_drain(void)
+{
+	if (!natlog.rd)
+		return;
+	xdpr_natlog_consume(natlog.rd);
+	natlog_flush();
+}
+
+static void natlog_error(struct xdpr *x, int e, const char *what)
+{
+	if (e != natlog.err)
+		logm(LOG_ERR, "export: cannot %s NAT event logging: %s", what, x->err);
+	natlog.err = e;
+}
+
+/* Logging on with a reader of the router's ring, or off (x opened and locked). */
+static void natlog_apply(struct xdpr *x)
+{
+	int e;
+
+	if (!natlog_wanted()) {
+		natlog_drain();
+		xdpr_natlog_close(natlog.rd);
+		natlog.rd = NULL;
+		if (natlog.ours && x->nlinks) {
+			e = xdpr_natlog_set(x, false);
+			if (e) {
+				natlog_error(x, e, "turn off");
+				return;
+			}
+			logm(LOG_INFO, "export: NAT event logging off");
+		}
+		natlog.ours = false;
+		natlog.err = 0;
+		return;
+	}
+	if (!x->nlinks)
+		return; /* nothing attached: no ring yet */
+	if (!xdpr_natlog_is(natlog.rd, x)) { /* the first, or the router was attached anew */
+		natlog_drain();
+		xdpr_natlog_close(natlog.rd);
+		natlog.rd = xdpr_natlog_open(x, natlog_rec, NULL);
+		if (!natlog.rd) {
+			natlog_error(x, -errno, "start");
+			return;
+		}
+	}
+	e = xdpr_natlog_set(x, true);
+	if (e) {
+		natlog_error(x, e, "turn on");
+		return;
+	}
+	if (!natlog.ours)
+		logm(LOG_INFO, "export: NAT event logging on (IPFIX collectors only)");
+	natlog.ours = true;
+	natlog.err = 0;
+}
+
+/* A tick: is the state as wanted (reader of this router's ring, flag on)?  If not, fix it. */
+static void natlog_tick(void)
+{
+	static struct xdpr x;
+	char err[512];
+	bool on = false;
+
+	if (!natlog_wanted() && !natlog.ours && !natlog.rd)
+		return;
+	if (xdpr_open(&x, 0)) {
+		xdpr_close(&x);
+		natlog_drain();
+		return; /* nothing attached (or unreadable): nothing to change */
+	}
+	xdpr_natlog_lost(&x, &natlog.lost);
+	if (natlog_wanted() && xdpr_natlog_is(natlog.rd, &x) && !xdpr_natlog_get(&x, &on) && on) {
+		xdpr_close(&x);
+		natlog_drain();
+		return;
+	}
+	xdpr_close(&x);
+	if (open_locked(&x, err, sizeof(err)))
+		return;
+	natlog_apply(&x);
+	xdpr_close(&x);
+	natlog_drain();
+}
+
 /* The file's export lines (x opened and locked by apply): a new exporter when they changed. */
 static void export_configure(struct xdpr *x, const struct conf_export *want, const char *why)
 {
@@ -318,9 +452,14 @@ static void export_configure(struct xdpr *x, const struct conf_export *want, con
 	} else {
 		logm(LOG_INFO, "%s: flow export stopped", why);
 	}
+	if (want->nat_events && !natlog_wanted())
+		logm(LOG_WARNING, "%s: export nat-events on, but no IPFIX collector: NetFlow v9 collectors "
+		     "get no NAT events", why);
+	natlog_drain(); /* the old exporter's collectors get what is waiting */
 	export_destroy(old);
 	d.meter_pending = d.exp || d.meter_ours;
 	meter_set(x);
+	natlog_apply(x);
 }
 
 /* The metered counts scaled by the sampling rate: records estimate what passed (1:N packet sampling). */
@@ -790,6 +929,8 @@ static void export_metrics(FILE *f)
 		  offsetof(struct export_collector, messages) },
 		{ "xdprd_export_send_errors_total", "Messages a collector did not get (unreachable, "
 		  "refused, socket full), by collector.", offsetof(struct export_collector, send_errors) },
+		{ "xdprd_nat_events_sent_total", "NAT event records sent (IPFIX collectors; in "
+		  "xdprd_export_records_total too), by collector.", offsetof(struct export_collector, nat_records) },
 	};
 	struct exporter *ex = d.exp;
 
@@ -801,6 +942,11 @@ static void export_metrics(FILE *f)
 	fprintf(f, "# HELP xdprd_export_read_errors_total Ticks that could not read the flow table.\n"
 		"# TYPE xdprd_export_read_errors_total counter\nxdprd_export_read_errors_total %llu\n",
 		ex ? (unsigned long long)ex->tick_errors : 0ULL);
+	fprintf(f, "# HELP xdprd_nat_events_read_total NAT event records read from the fast path's ring.\n"
+		"# TYPE xdprd_nat_events_read_total counter\nxdprd_nat_events_read_total %llu\n", natlog.read);
+	fprintf(f, "# HELP xdprd_nat_events_lost_total NAT event records the fast path could not log (its ring "
+		"was full; xdpr_nat_rule_events_total{event=\"log_lost\"} by rule).\n"
+		"# TYPE xdprd_nat_events_lost_total counter\nxdprd_nat_events_lost_total %llu\n", natlog.lost);
 	for (size_t k = 0; k < sizeof(per) / sizeof(per[0]); k++) {
 		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", per[k].name, per[k].help, per[k].name);
 		for (int i = 0; ex && i < ex->ncoll; i++)
@@ -964,7 +1110,7 @@ int main(int argc, char **argv)
 	};
 	struct MHD_Daemon *mhd = NULL;
 	struct mnl_socket *nl = NULL;
-	struct pollfd pfd[2];
+	struct pollfd pfd[3];
 	sigset_t sigs;
 	char err[4096];
 	int c, sfd, ready[2] = { -1, -1 }, ret = 1;
@@ -1085,9 +1231,11 @@ int main(int argc, char **argv)
 
 		if (pend.armed && pend_due < until)
 			until = pend_due;
-		if ((d.exp || d.meter_pending) && next_export < until)
+		if ((d.exp || d.meter_pending || natlog.ours || natlog.rd) && next_export < until)
 			until = next_export;
-		n = poll(pfd, 2, until > now ? (int)(until - now) : 0);
+		/* the NAT event ring's epoll fd: readable when records wait (-1: ignored) */
+		pfd[2] = (struct pollfd){ .fd = natlog.rd ? xdpr_natlog_fd(natlog.rd) : -1, .events = POLLIN };
+		n = poll(pfd, 3, until > now ? (int)(until - now) : 0);
 		if (n < 0 && errno != EINTR) {
 			logm(LOG_ERR, "poll: %s", strerror(errno));
 			break;
@@ -1148,6 +1296,11 @@ int main(int argc, char **argv)
 				arm();
 			}
 		}
+		if (n > 0 && (pfd[2].revents & POLLIN)) {
+			pthread_mutex_lock(&d.mu);
+			natlog_drain();
+			pthread_mutex_unlock(&d.mu);
+		}
 		now = now_ms();
 		if (pend.armed && now >= pend_due) {
 			pthread_mutex_lock(&d.mu);
@@ -1157,6 +1310,7 @@ int main(int argc, char **argv)
 		if (now >= next_export) {
 			pthread_mutex_lock(&d.mu);
 			export_run();
+			natlog_tick();
 			pthread_mutex_unlock(&d.mu);
 			/* one a second, not a burst after a long stall */
 			next_export = now + EXPORT_MS;
@@ -1195,6 +1349,16 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&d.mu);
 	} else {
 		logm(LOG_INFO, "stopping: the fast path keeps running with its state (on-stop keep)");
+		if (natlog.ours) { /* no one reads the NAT event ring any more */
+			static struct xdpr x;
+
+			pthread_mutex_lock(&d.mu);
+			natlog_drain();
+			if (!open_locked(&x, err, sizeof(err)) && xdpr_natlog_set(&x, false))
+				logm(LOG_ERR, "stopping: cannot turn NAT event logging off: %s", x.err);
+			xdpr_close(&x);
+			pthread_mutex_unlock(&d.mu);
+		}
 		if (d.meter_ours) { /* no one reads the flow table any more */
 			static struct xdpr x;
 
@@ -1217,6 +1381,7 @@ out:
 		if (write(ready[1], &b, 1) < 0)
 			ret = 1;
 	}
+	xdpr_natlog_close(natlog.rd);
 	export_destroy(d.exp);
 	free(d.text);
 	return ret;

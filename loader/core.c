@@ -55,6 +55,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_DDOS_STATS] = XDPR_MAP_DDOS_STATS,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 	[XM_SLOTS] = "xdpr_slot_names",
+	[XM_NATLOG] = XDPR_MAP_NATLOG,
 };
 
 /* The library's own maps (bound to the program): a router may lack them. */
@@ -1040,6 +1041,7 @@ int xdpr_create_maps(struct xdpr *x)
 		return -errno;
 	}
 	meter_size(skel);
+	bpf_map__set_max_entries(skel->maps.xdpr_natlog, XDPR_NATLOG_BYTES);
 	bpf_object__for_each_map(m, skel->obj) {
 		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));
 		struct bpf_map *inner = bpf_map__inner_map(m);

@@ -15,6 +15,7 @@
  *     binat.c    1:1 NAT rules             nat.c (settings), core.c
  *     flow.c     the flow meter            nat.c (settings), core.c
  *     ddos.c     DDoS meters, bans         nat.c (settings), core.c
+ *     natlog.c   the NAT event ring        nat.c (settings), core.c
  *     nat.c      NAT, router settings      core.c
  *                (xdpr_cfg_get/set)
  *     rtindex.c  route lookup index        core.c

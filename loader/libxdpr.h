@@ -90,6 +90,7 @@ enum xdpr_map {
 	XM_BINAT, XM_BINAT_IN, XM_BINAT_OUT, XM_BINAT_ST,
 	XM_METER, XM_METER_PC,
 	XM_DDOS_PROT, XM_DDOS_TO, XM_DDOS_FROM, XM_DDOS_BANS, XM_DDOS_STATS,
+	XM_NATLOG,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
 };
@@ -710,5 +711,29 @@ long xdpr_ddos_flush(struct xdpr *x, unsigned int what);
 /* CLOCK_MONOTONIC_COARSE in ns: the datapath's clock (until_ns, last_ns). */
 __u64 xdpr_ddos_now_ns(void);
 const char *xdpr_ddos_reason_name(__u32 reason); /* "manual", "pps", "bps" */
+
+/* ---- NAT event log (bpf/natlog.h, loader/natlog.c), read by xdprd's exporter ---- */
+#define XDPR_NATLOG_BYTES (1u << 20) /* the ring: 21,845 records (40 bytes + an 8-byte header) */
+struct xdpr_natlog;
+/* A record; non-zero stops the consume call (that value is returned then). */
+typedef int (*xdpr_natlog_cb)(const struct xdpr_natlog_rec *r, void *arg);
+/*
+ * A reader of the router's NAT event ring (the router of x, opened: it
+ * needs the map only, and keeps its own reference).  NULL with errno and
+ * x->err.  One reader at a time: records consumed are gone for others.
+ */
+struct xdpr_natlog *xdpr_natlog_open(struct xdpr *x, xdpr_natlog_cb cb, void *arg);
+/* Readable (poll, epoll) when records wait. */
+int xdpr_natlog_fd(const struct xdpr_natlog *l);
+/* Every record waiting, to cb: how many, or -errno (or cb's non-zero). Never blocks. */
+int xdpr_natlog_consume(struct xdpr_natlog *l);
+/* Is l the ring of x's router (not of one detached and attached again since)? */
+bool xdpr_natlog_is(const struct xdpr_natlog *l, struct xdpr *x);
+void xdpr_natlog_close(struct xdpr_natlog *l);
+/* Logging on/off (XDPR_CFG_NATLOG).  Hold the lock (XDPR_O_LOCK). */
+int xdpr_natlog_set(struct xdpr *x, bool on);
+int xdpr_natlog_get(struct xdpr *x, bool *on);
+/* Records the fast path could not log (ring full), every rule, summed over CPUs. */
+int xdpr_natlog_lost(struct xdpr *x, __u64 *lost);
 
 #endif /* LIBXDPR_H */

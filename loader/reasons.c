@@ -92,6 +92,7 @@ static const char *const nat_events[XDPR_NE_MAX] = {
 	[XDPR_NE_BUSY]           = "busy",
 	[XDPR_NE_PROBES]         = "failed_probes",
 	[XDPR_NE_RESIZING]       = "resizing",
+	[XDPR_NE_LOG_LOST]       = "log_lost",
 };
 
 const char *xdpr_nat_event_name(int e)

@@ -888,6 +888,22 @@ static void sleep_ms(int ms)
 		;
 }
 
+/* Root, or a TAP skip (exit 0); then stay on CPU 0 (the per-CPU state a case counts on). */
+static void need_root_on_cpu0(void)
+{
+	cpu_set_t cpus;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0) {
+		printf("1..0 # SKIP needs root\n");
+		exit(0);
+	}
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	if (sched_setaffinity(0, sizeof(cpus), &cpus))
+		die("cannot stay on CPU 0: %s", strerror(errno));
+}
+
 /*
  * The namespace, the program and its maps, the interfaces registered.
  * Returns what xdpr_probe said about BPF_FIB_LOOKUP_SRC (cfg_flags has it).

@@ -1489,18 +1489,9 @@ static const struct {
 
 int main(void)
 {
-	cpu_set_t cpus;
 	int probe;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (geteuid() != 0) {
-		printf("1..0 # SKIP needs root\n");
-		return 0;
-	}
-	CPU_ZERO(&cpus);
-	CPU_SET(0, &cpus);
-	if (sched_setaffinity(0, sizeof(cpus), &cpus))
-		die("cannot stay on CPU 0: %s", strerror(errno));
+	need_root_on_cpu0();
 	probe = table_init();
 	tx_fd = bpf_map__fd(skel->maps.xdpr_tx_ports);
 	ring_fd = ring_tab_fd;

@@ -140,7 +140,7 @@ cli "$R" -j nat show
 is "$RC" 0 "-j nat show exits 0"
 is "$(jq -r '.[0] | keys_unsorted | join(",")' <<<"$OUT" 2>&1)" \
 	"id,dev,state,src,src_len,action,port_min,port_max,filter,held,counters" "-j nat show: rule fields (masquerade)"
-COUNTERS="translated_out,translated_in,sessions_new,sessions_expired,sessions_evicted,ports_preserved,ports_reclaimed,no_port,table_full,host_limit,untranslatable,filtered,icmp_errors_out,icmp_errors_in,hairpinned,addr_changed,pairs_repaired,adopted,ports_shadowed,no_address,sweeps,busy,failed_probes,resizing"
+COUNTERS="translated_out,translated_in,sessions_new,sessions_expired,sessions_evicted,ports_preserved,ports_reclaimed,no_port,table_full,host_limit,untranslatable,filtered,icmp_errors_out,icmp_errors_in,hairpinned,addr_changed,pairs_repaired,adopted,ports_shadowed,no_address,sweeps,busy,failed_probes,resizing,log_lost"
 is "$(jq -r '.[0].counters | keys_unsorted | join(",")' <<<"$OUT" 2>&1)" "$COUNTERS" \
 	"-j nat show: the counters"
 is "$(jq -r '[.[0].counters[] | type] | unique | join(",")' <<<"$OUT" 2>&1)" "number" "counters are numbers"

@@ -39,11 +39,14 @@ bad_conf=(
 	"export sample 0|invalid sample \"0\" (1:N sampling, N 1 to 65535)"
 	"export sflow 192.0.2.1:6343|expected \"export { ipfix | netflow9 } ADDR:PORT\""
 	"export ipfix|expected \"export { ipfix | netflow9 } ADDR:PORT\""
+	"export nat-events yes|invalid nat-events \"yes\" (on or off)"
+	"export nat-events|expected \"export { ipfix | netflow9 } ADDR:PORT\""
 )
 twice=(
 	"export ipfix [2001:db8::1]:4739|export ipfix [2001:db8::0:1]:4739|export ipfix [2001:db8::1]:4739 is already on line 2"
 	"export sample 4|export sample 8|export sample is already given on line 2"
 	"export inactive-timeout 5|export inactive-timeout 5|export inactive-timeout is already given on line 2"
+	"export nat-events on|export nat-events off|export nat-events is already given on line 2"
 )
 # unit, 2 formats x (nfdump 3 + tshark 3), bad lines, twice (test_export's first check: a good file)
 echo "1..$((n + 1 + 2 * 6 + ${#bad_conf[@]} + ${#twice[@]}))"

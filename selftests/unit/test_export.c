@@ -619,11 +619,13 @@ static void test_conf_roundtrip(void)
 	static const char in[] = "export ipfix 192.0.2.10:4739\n"
 				 "export netflow9 [2001:db8::0:1]:2055   # a comment\n"
 				 "export ipfix [2001:db8::1]:4740\n"
-				 "export active-timeout 120\nexport inactive-timeout 30\nexport sample 10\n";
+				 "export active-timeout 120\nexport inactive-timeout 30\nexport sample 10\n"
+				 "export nat-events on\n";
 	static const char want[] = "export ipfix 192.0.2.10:4739\n"
 				   "export netflow9 [2001:db8::1]:2055\n"
 				   "export ipfix [2001:db8::1]:4740\n"
-				   "export active-timeout 120\nexport inactive-timeout 30\nexport sample 10\n";
+				   "export active-timeout 120\nexport inactive-timeout 30\nexport sample 10\n"
+				   "export nat-events on\n";
 	static struct conf c, c2;
 	char err[512], out[1024] = "", out2[1024] = "";
 	FILE *f = fmemopen((char *)in, sizeof(in) - 1, "r"), *o = fmemopen(out, sizeof(out), "w");
@@ -640,10 +642,85 @@ static void test_conf_roundtrip(void)
 	fclose(f);
 	fclose(o);
 	tap_ok(!r && !strcmp(out, want) && !strcmp(out2, want) && conf_export_same(&c.exp, &c2.exp) &&
-	       c.exp.n == 3 && c.exp.coll[1].fmt == CONF_EXPORT_NF9 && c.exp.coll[1].addr.ss_family == AF_INET6,
-	       "export lines parse, print and parse back the same (%s)", r ? err : strcmp(out, want) ? "printed otherwise" : "6 lines");
+	       c.exp.n == 3 && c.exp.coll[1].fmt == CONF_EXPORT_NF9 && c.exp.coll[1].addr.ss_family == AF_INET6 &&
+	       c2.exp.nat_events,
+	       "export lines parse, print and parse back the same (%s)", r ? err : strcmp(out, want) ? "printed otherwise" : "7 lines");
 	conf_free(&c);
 	conf_free(&c2);
+}
+
+/* NAT events (export_nat_events): IPFIX only, with nat-events on; the bytes of each record. */
+static struct xdpr_natlog_rec natrec(__u8 ev, __u8 proto, const char *src, __u16 sp, const char *xsrc,
+				     __u16 xsp, __u32 limit)
+{
+	struct xdpr_natlog_rec r = { .ts_ns = T0 + 5 * S + 123456789, .event = ev, .rule = 7, .proto = proto,
+				     .family = AF_INET, .sport = htons(sp), .xsport = htons(xsp),
+				     .dport = htons(443), .limit = limit };
+
+	inet_pton(AF_INET, src, &r.src);
+	inet_pton(AF_INET, xsrc, &r.xsrc);
+	inet_pton(AF_INET, "203.0.113.80", &r.dst);
+	return r;
+}
+
+static void test_nat_events(void)
+{
+	struct xdpr_natlog_rec r[3] = {
+		natrec(XDPR_NL_CREATE, IPPROTO_TCP, "192.168.1.10", 33000, "198.51.100.1", 61000, 0),
+		natrec(XDPR_NL_QUOTA, IPPROTO_UDP, "192.168.1.11", 5000, "198.51.100.1", 0, 4096),
+		natrec(XDPR_NL_DELETE, IPPROTO_TCP, "192.168.1.10", 33000, "198.51.100.1", 61000, 0),
+	};
+	struct export_clock c = at(T0 + 6 * S);
+	struct exporter *ex = make(CONF_EXPORT_IPFIX, rx_name), *v9 = make(CONF_EXPORT_NF9, rx_name);
+	const __u8 *m, *q;
+	__u16 ids[8];
+	int n, nt = 0;
+	bool ok;
+
+	rx_all();
+	if (!ex || !v9) {
+		tap_ok(0, "NAT events: exporters");
+		return;
+	}
+	export_nat_events(ex, &c, r, 3);
+	n = rx_all();
+	tap_ok(n == 0 && ex->nat_events_in == 3 && ex->coll[0].nat_records == 0,
+	       "NAT events with nat-events off: none sent (%d messages)", n);
+	ex->conf.nat_events = v9->conf.nat_events = true;
+	export_nat_events(v9, &c, r, 3);
+	n = rx_all();
+	tap_ok(n == 0 && v9->coll[0].nat_records == 0, "NAT events to a NetFlow v9 collector: none (%d messages)", n);
+	export_nat_events(ex, &c, r, 3);
+	n = rx_all();
+	m = msgs[0];
+	/* the templates: 256-258 as before, 259 (10 fields) and 260 (12) */
+	ok = n == 1 && g16(m) == 10 && g16(m + 2) == msglen[0] && g32(m + 8) == 0 && g16(m + 16) == 2;
+	for (q = m + 20; ok && q < m + 16 + g16(m + 18) && nt < 8; q += 4 + 4 * g16(q + 2))
+		ids[nt++] = g16(q);
+	ok = ok && nt == 5 && ids[3] == EXPORT_T_NATEV4 && ids[4] == EXPORT_T_NATQ4;
+	tap_ok(ok, "NAT events: one IPFIX message, sequence 0, the 5 templates (%d messages, %d templates)", n, nt);
+	/* after the template set: set 259 (create), set 260 (quota), set 259 (delete) */
+	q = m + 16 + g16(m + 18);
+	ok = ok && g16(q) == EXPORT_T_NATEV4 && g16(q + 2) == 4 + 32;
+	ok = ok && g64(q + 4) == 1767225605123ULL && q[12] == 4 && q[13] == 6 && g32(q + 14) == 0xc0a8010a &&
+	     g16(q + 18) == 33000 && g32(q + 20) == 0xc6336401 && g16(q + 24) == 61000 &&
+	     g32(q + 26) == 0xcb007150 && g16(q + 30) == 443 && g32(q + 32) == 7;
+	tap_ok(ok, "NAT events: the create, field by field (time ms, natEvent 4, proto, src, port, post-NAT, dst, "
+	       "natPoolId 7)");
+	q += g16(q + 2);
+	ok = ok && g16(q) == EXPORT_T_NATQ4 && g16(q + 2) == 4 + 40 && q[12] == 13 && q[13] == 17 &&
+	     g32(q + 14) == 0xc0a8010b && g16(q + 24) == 0 && g32(q + 36) == 3 && g32(q + 40) == 4096;
+	q += g16(q + 2);
+	ok = ok && g16(q) == EXPORT_T_NATEV4 && q[12] == 5 && q + g16(q + 2) == m + msglen[0];
+	tap_ok(ok && ex->coll[0].nat_records == 3 && ex->coll[0].records == 3,
+	       "NAT events: quota exceeded (natEvent 13, natQuotaExceededEvent 3, maxEntriesPerUser 4096), "
+	       "then the delete (5); 3 records counted");
+	export_nat_events(ex, &c, r, 1);
+	n = rx_all();
+	tap_ok(n == 1 && g32(msgs[0] + 8) == 3 && g16(msgs[0] + 16) == EXPORT_T_NATEV4 && msglen[0] == 16 + 36,
+	       "NAT events: the next message, sequence 3, the record alone (no templates: not due)");
+	export_destroy(ex);
+	export_destroy(v9);
 }
 
 int main(int argc, char **argv)
@@ -666,6 +743,7 @@ int main(int argc, char **argv)
 	test_sizes(true);
 	test_reload();
 	test_ipv6();
+	test_nat_events();
 	{
 		/* a closed port: a socket bound, then closed */
 		int fd = socket(AF_INET, SOCK_DGRAM, 0);
