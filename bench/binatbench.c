@@ -36,31 +36,7 @@
 #include "xdpr_shared.h"
 #include "xdpr.skel.h"
 #include "testrun.h"
-
-struct dev {
-	const char *name, *mac, *addr, *host, *host_mac;
-	__u32 slot, ifindex;
-	__u8 hw[6];
-};
-
-static struct dev devs[2] = {
-	{ "u0", "02:00:00:00:01:01", "10.0.1.1/24", "10.0.1.2", "02:00:00:00:01:02", 1, 0, {} },
-	{ "u1", "02:00:00:00:02:01", "10.0.2.1/24", "10.0.2.2", "02:00:00:00:02:02", 2, 0, {} },
-};
-
-static __u16 fold(__u32 s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return s;
-}
-
-static __u32 sum16(const __u8 *p, int n, __u32 s)
-{
-	for (int i = 0; i + 1 < n; i += 2)
-		s += p[i] << 8 | p[i + 1];
-	return s;
-}
+#include "trnet.h"
 
 struct cfg {
 	const char *name;
@@ -72,36 +48,6 @@ struct cfg {
 	double med[64];
 	int wrong;
 };
-
-static void frame(struct cfg *c)
-{
-	struct dev *d = &devs[c->in];
-	__u8 *ip = c->b + 14, *udp = ip + 20;
-	struct in_addr s, t;
-
-	memset(c->b, 0, sizeof(c->b));
-	memcpy(c->b, d->hw, 6);
-	memcpy(c->b + 6, "\x02\x00\x00\x00\xff\x01", 6);
-	c->b[12] = 0x08;
-	inet_pton(AF_INET, c->src, &s);
-	inet_pton(AF_INET, c->dst, &t);
-	ip[0] = 0x45, ip[3] = 50, ip[8] = 64, ip[9] = IPPROTO_UDP;
-	memcpy(ip + 12, &s, 4);
-	memcpy(ip + 16, &t, 4);
-	ip[10] = 0, ip[11] = 0;
-	{
-		__u16 k = ~fold(sum16(ip, 20, 0));
-
-		ip[10] = k >> 8, ip[11] = k;
-	}
-	udp[0] = 0x13, udp[1] = 0x88, udp[3] = 53, udp[5] = 30;
-	{
-		__u16 k = ~fold(sum16(udp, 30, sum16(ip + 12, 8, IPPROTO_UDP + 30)));
-
-		udp[6] = k >> 8, udp[7] = k;
-	}
-	c->len = 64;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -142,37 +88,12 @@ int main(int argc, char **argv)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-	if (unshare(CLONE_NEWNET))
-		die("unshare: %s", strerror(errno));
 	skel = xdpr_bpf__open_and_load();
 	if (!skel)
 		die("cannot load xdpr_main: %s", strerror(errno));
+	devs_setup(skel);
 	ifs = bpf_map__fd(skel->maps.xdpr_ifaces);
 	cfgfd = bpf_map__fd(skel->maps.xdpr_cfg);
-	for (int i = 0; i < 2; i++) {
-		struct dev *d = &devs[i];
-		struct xdpr_iface c = { .slot = d->slot, .flags = XDPR_IF_XMIT };
-		struct ifreq ifr = {};
-		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-		if (sh("ip link add %s address %s type veth peer name %sp", d->name, d->mac, d->name) ||
-		    sh("ip link set %s up && ip link set %sp up", d->name, d->name) ||
-		    sh("ip addr add %s dev %s", d->addr, d->name) ||
-		    sh("ip neigh replace %s lladdr %s dev %s nud permanent", d->host, d->host_mac, d->name))
-			die("cannot set up %s", d->name);
-		d->ifindex = if_nametoindex(d->name);
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", d->name);
-		if (fd < 0 || ioctl(fd, SIOCGIFHWADDR, &ifr))
-			die("cannot read the MAC of %s", d->name);
-		memcpy(d->hw, ifr.ifr_hwaddr.sa_data, 6);
-		memcpy(c.mac, d->hw, 6);
-		close(fd);
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_tx_ports), &d->ifindex, &d->ifindex, BPF_ANY) ||
-		    bpf_map_update_elem(ifs, &d->ifindex, &c, BPF_ANY))
-			die("cannot register %s", d->name);
-	}
-	if (sh("sysctl -qw net.ipv4.ip_forward=1"))
-		die("cannot turn forwarding on");
 	/* the rule, as loader/binat.c writes it */
 	r.ifindex = devs[1].ifindex, r.id = 1, r.plen = 24, r.mask = htonl(0xffffff00);
 	inet_pton(AF_INET, "10.0.1.0", &r.in_net);
@@ -186,7 +107,7 @@ int main(int argc, char **argv)
 		die("cannot write the rule");
 	ns = calloc(runs, sizeof(*ns));
 	for (int i = 0; i < n; i++)
-		frame(&cfgs[i]);
+		cfgs[i].len = udp_frame(cfgs[i].b, cfgs[i].in, cfgs[i].src, cfgs[i].dst);
 	for (int rd = 0; rd < rounds; rd++)
 		for (int j = 0; j < n; j++) {
 			struct cfg *c = &cfgs[(j + rd) % n];

@@ -59,7 +59,23 @@ struct {
 	__type(value, struct xdpr_ddos_stat);
 } xdpr_ddos_stats SEC(".maps");
 
-/* A live ban that drops: its counters, 1; else 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XDPR_DDOS_BITS_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} xdpr_ddos_bits SEC(".maps");
+
+/* May k be banned?  Its bit in xdpr_ddos_bits (a ban sets it). */
+static __always_inline int ddos_maybe(const struct xdpr_ddos_key *k)
+{
+	__u32 b = xdpr_ddos_bit(k), w = b / 64;
+	__u64 *v = bpf_map_lookup_elem(&xdpr_ddos_bits, &w);
+
+	return v && (*v >> (b % 64) & 1);
+}
+
+/* A live ban of k that drops: its counters, 1; else 0 (a hash lookup: ask ddos_maybe first). */
 static __always_inline int ddos_banned(const struct xdpr_ddos_key *k, __u64 now, __u32 len)
 {
 	struct xdpr_ddos_ban *b = bpf_map_lookup_elem(&xdpr_ddos_bans, k);
@@ -71,53 +87,51 @@ static __always_inline int ddos_banned(const struct xdpr_ddos_key *k, __u64 now,
 	return 1;
 }
 
-/*
- * This CPU's share of the host's meter; a new host's entry is made, and
- * when another CPU made it meanwhile, that one is counted in.  0, or -1
- * when the table is full (a preallocated hash; the LRU one evicts).
- */
-static __always_inline int ddos_count(void *map, const struct xdpr_ddos_key *k, __u64 now, __u32 len)
+/* This CPU's share of the host's meter, w packets of len bytes: 1, or 0 when it has none. */
+static __always_inline int ddos_add(void *map, const struct xdpr_ddos_key *k, __u64 now, __u32 len, __u32 w)
 {
-	struct xdpr_ddos_ctr *v = bpf_map_lookup_elem(map, k), n;
-	long err;
+	struct xdpr_ddos_ctr *v = bpf_map_lookup_elem(map, k);
 
-	if (v) {
-		v->packets++;
-		v->bytes += len;
-		v->last_ns = now;
+	if (!v)
 		return 0;
-	}
-	n.packets = 1;
-	n.bytes = len;
-	n.last_ns = now;
-	err = bpf_map_update_elem(map, k, &n, BPF_NOEXIST);
-	if (err == -17 /* EEXIST */) {
-		v = bpf_map_lookup_elem(map, k);
-		if (v) {
-			v->packets++;
-			v->bytes += len;
-			v->last_ns = now;
-			return 0;
-		}
-	}
+	v->packets += w;
+	v->bytes += (__u64)len * w;
+	v->last_ns = now;
+	return 1;
+}
+
+/*
+ * A new host's entry; when another CPU made it meanwhile, that one is
+ * counted in.  0, or -1 when the table is full (the preallocated "to"
+ * hash; the LRU one evicts).
+ */
+static __always_inline int ddos_insert(void *map, const struct xdpr_ddos_key *k, __u64 now, __u32 len, __u32 w)
+{
+	struct xdpr_ddos_ctr n = { .packets = w, .bytes = (__u64)len * w, .last_ns = now };
+	long err = bpf_map_update_elem(map, k, &n, BPF_NOEXIST);
+
+	if (err == -17 /* EEXIST */ && ddos_add(map, k, now, len, w))
+		return 0;
 	return err ? -1 : 0;
 }
 
 /*
  * The packet at data (an Ethernet frame, its VLAN tag already off) as it
  * arrived to be forwarded: 1 when a ban drops it, else 0 (metered when its
- * destination is protected and the meters are on).  flags: xdpr_cfg.flags.
+ * destination is protected and the meters are on).  flags: xdpr_cfg.flags;
+ * sample: xdpr_cfg.ddos_sample (1 in N packets metered per CPU, each counted
+ * N times: the meters estimate the traffic, the bans see every packet).
  * Anything not IPv4 or IPv6 with its whole fixed header passes untouched:
  * the packet path checks and counts it.
  */
-__noinline int ddos_step(struct xdp_md *ctx, __u32 flags)
+__noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 sample)
 {
 	struct xdpr_ddos_key src = {}, dst = {};
 	struct xdpr_ddos_prot_key pk = {};
 	struct xdpr_ddos_stat *st;
 	void *data, *end;
 	struct ethhdr *eth;
-	__u32 zero = 0, len;
+	__u32 zero = 0, len, w = 1;
 	__u64 now;
 
 	if (!ctx)
@@ -152,27 +166,45 @@ __noinline int ddos_step(struct xdp_md *ctx, __u32 flags)
 	}
 	src.dir = XDPR_DDOS_FROM;
 	dst.dir = XDPR_DDOS_TO;
-	now = bpf_ktime_get_coarse_ns();
-	st = bpf_map_lookup_elem(&xdpr_ddos_stats, &zero);
-	if (!st)
-		return 0;
 	if (flags & XDPR_CFG_BANS) {
-		if (ddos_banned(&dst, now, len) || ddos_banned(&src, now, len)) {
-			st->banned++;
-			return 1;
+		int d = ddos_maybe(&dst), s = ddos_maybe(&src);
+
+		if (d | s) {
+			now = bpf_ktime_get_coarse_ns();
+			if ((d && ddos_banned(&dst, now, len)) || (s && ddos_banned(&src, now, len))) {
+				st = bpf_map_lookup_elem(&xdpr_ddos_stats, &zero);
+				if (st)
+					st->banned++;
+				return 1;
+			}
 		}
 	}
 	if (!(flags & XDPR_CFG_DDOS))
 		return 0;
-	pk.family = dst.family;
-	__builtin_memcpy(pk.addr, dst.addr, 16);
-	if (!bpf_map_lookup_elem(&xdpr_ddos_prot, &pk))
+	st = bpf_map_lookup_elem(&xdpr_ddos_stats, &zero);
+	if (!st)
 		return 0;
-	if (ddos_count(&xdpr_ddos_to, &dst, now, len))
-		st->untracked++;
-	else
-		st->metered++;
-	ddos_count(&xdpr_ddos_from, &src, now, len);
+	if (sample > 1) {
+		if (++st->tick < sample)
+			return 0;
+		st->tick = 0;
+		w = sample;
+	}
+	now = bpf_ktime_get_coarse_ns();
+	/* a host with a meter is protected (meters are made for protected hosts only) */
+	if (!ddos_add(&xdpr_ddos_to, &dst, now, len, w)) {
+		pk.family = dst.family;
+		__builtin_memcpy(pk.addr, dst.addr, 16);
+		if (!bpf_map_lookup_elem(&xdpr_ddos_prot, &pk))
+			return 0;
+		if (ddos_insert(&xdpr_ddos_to, &dst, now, len, w)) {
+			st->untracked += w;
+			return 0;
+		}
+	}
+	st->metered += w;
+	if (!ddos_add(&xdpr_ddos_from, &src, now, len, w))
+		ddos_insert(&xdpr_ddos_from, &src, now, len, w);
 	return 0;
 }
 

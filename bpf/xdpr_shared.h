@@ -294,7 +294,7 @@ struct xdpr_cfg {
 	                           no session is created or deleted (drop_nat_resizing); a copy
 	                           that dies leaves a freeze that ends by itself */
 	__u32 flow_sample;      /* XDPR_CFG_FLOWS: meter 1 packet in N per CPU (0, 1: every one) */
-	__u32 pad;
+	__u32 ddos_sample;      /* XDPR_CFG_DDOS: meter 1 packet in N per CPU, counted N times (0, 1: every one) */
 };
 
 #define XDPR_DEF_TCP_EST   7440
@@ -954,6 +954,7 @@ _Static_assert(sizeof(struct xdpr_npt_ctr) == 40, "xdpr_npt_ctr layout");
 #define XDPR_MAP_DDOS_FROM  "xdpr_ddos_from"
 #define XDPR_MAP_DDOS_BANS  "xdpr_ddos_bans"
 #define XDPR_MAP_DDOS_STATS "xdpr_ddos_stats"
+#define XDPR_MAP_DDOS_BITS  "xdpr_ddos_bits"
 
 #define XDPR_DDOS_PROT_MAX  4096     /* protected prefixes (each family) */
 #define XDPR_DDOS_HOSTS     65536    /* "to" meters: destination hosts (default) */
@@ -1006,11 +1007,32 @@ struct xdpr_ddos_ban {
 
 /* xdpr_ddos_stats[0], per CPU. */
 struct xdpr_ddos_stat {
-	__u64 metered;      /* packets counted in a "to" meter */
+	__u64 metered;      /* packets counted in a "to" meter (sampled: each counts ddos_sample) */
 	__u64 untracked;    /* packets to a protected host without a meter: table full */
 	__u64 banned;       /* packets dropped by a ban */
-	__u64 pad;
+	__u32 tick;         /* the datapath's sample counter */
+	__u32 pad;
 };
+
+/*
+ * xdpr_ddos_bits: a bitmap (ARRAY of XDPR_DDOS_BITS_WORDS u64) with the bit
+ * xdpr_ddos_bit(key) set for every ban, kept by userspace: a packet looks a
+ * ban up only when its key's bit is set, so traffic of hosts without a ban
+ * pays two array reads, not two hash lookups.  Bits of removed bans are
+ * cleared by rewriting each word from the bans that remain.
+ */
+#define XDPR_DDOS_BITS_WORDS 1024
+static inline __u32 xdpr_ddos_bit(const struct xdpr_ddos_key *k)
+{
+	const __u32 *w = (const __u32 *)k->addr;
+	__u32 h = (w[0] * 0x9e3779b1u) ^ (w[1] * 0x85ebca77u) ^ (w[2] * 0xc2b2ae3du) ^ (w[3] * 0x27d4eb2fu) ^
+		  ((__u32)k->dir << 8 | k->family);
+
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	h ^= h >> 13;
+	return h & (XDPR_DDOS_BITS_WORDS * 64 - 1);
+}
 
 _Static_assert(sizeof(struct xdpr_ddos_key) == 20, "xdpr_ddos_key layout");
 _Static_assert(sizeof(struct xdpr_ddos_prot_key) == 24, "xdpr_ddos_prot_key layout");

@@ -3,7 +3,7 @@
  * ddos.c - xdpr ddos { on | off | protect | show | ban | unban | flush } and
  * xdpr top: the DDoS meters and bans of bpf/ddos.h.
  *
- *   ddos on | off                         meters on protected prefixes on/off
+ *   ddos on [sample N] | off              meters on protected prefixes on/off
  *   ddos protect { add | del } PREFIX     a prefix whose hosts are metered
  *   ddos show                             state, protected prefixes, bans (-s: metered hosts)
  *   ddos ban [to|from] ADDR [time S | forever] [blackhole]
@@ -27,11 +27,12 @@
 
 #define BAN_TIME_DEF 1900          /* seconds: FastNetMon's default ban time */
 #define BAN_TIME_MAX (366u * 86400) /* a year; "forever" for longer */
+#define DDOS_SAMPLE_MAX 1024
 
 static void ddos_usage(void)
 {
 	fprintf(stderr,
-		"Usage: xdpr ddos { on | off }\n"
+		"Usage: xdpr ddos { on [sample N] | off }   (meter 1 in N packets per CPU, each counted N times)\n"
 		"       xdpr ddos protect { add | del } PREFIX\n"
 		"       xdpr [-j] [-s] ddos show\n"
 		"       xdpr ddos ban [to | from] ADDR [time SECONDS | forever] [blackhole]\n"
@@ -112,13 +113,24 @@ int parse_ddos_ban(int argc, char **argv, bool unban, struct xdpr_ddos_ban_info 
 static int ddos_onoff(bool on, int argc, char **argv)
 {
 	static struct xdpr x;
+	unsigned long sample = 1;
 	int ret;
 
+	if (on && argc >= 1 && !strcmp(argv[0], "sample")) {
+		if (argc < 2)
+			return fail(EXIT_USAGE, "\"sample\" needs a value");
+		if (parse_uint(argv[1], 1, DDOS_SAMPLE_MAX, &sample))
+			return fail(EXIT_USAGE, "invalid sample \"%s\" (1 in N packets, N 1..%d)", argv[1],
+				    DDOS_SAMPLE_MAX);
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc)
 		return fail(EXIT_USAGE, "unexpected \"%s\" after \"ddos %s\"", argv[0], on ? "on" : "off");
 	if ((ret = open_router(&x, XDPR_O_LOCK)))
 		return ret;
-	ret = xdpr_ddos_set(&x, on) ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
+	ret = (on && xdpr_ddos_set_sample(&x, sample)) || xdpr_ddos_set(&x, on) ? fail(EXIT_FAIL, "%s", x.err)
+										 : EXIT_OK;
 	xdpr_close(&x);
 	return ret;
 }
@@ -192,9 +204,9 @@ static int print_ban(const struct xdpr_ddos_ban_info *b, void *arg)
 	out_u64("age_s", NULL, now > b->since_ns ? (now - b->since_ns) / 1000000000ULL : 0);
 	out_bool("drop", NULL, b->flags & XDPR_DDOS_F_DROP);
 	out_bool("blackhole", NULL, b->flags & XDPR_DDOS_F_BLACKHOLE);
-	out_str(NULL, "%-15s ", (b->flags & XDPR_DDOS_F_DROP) && (b->flags & XDPR_DDOS_F_BLACKHOLE) ?
-		"drop,blackhole" : b->flags & XDPR_DDOS_F_DROP ? "drop" :
-		b->flags & XDPR_DDOS_F_BLACKHOLE ? "blackhole" : "-");
+	out_text("%-15s ", (b->flags & XDPR_DDOS_F_DROP) && (b->flags & XDPR_DDOS_F_BLACKHOLE) ?
+		 "drop,blackhole" : b->flags & XDPR_DDOS_F_DROP ? "drop" :
+		 b->flags & XDPR_DDOS_F_BLACKHOLE ? "blackhole" : "-");
 	out_u64("dropped_packets", "%12llu ", b->dropped_pkts);
 	out_u64("dropped_bytes", "%14llu\n", b->dropped_bytes);
 	out_obj_close();
@@ -223,13 +235,15 @@ static int ddos_show(int argc, char **argv)
 	struct xdpr_ddos_stats st;
 	__u64 hosts, max, now;
 	int ret, nprot = 0;
+	__u32 sample;
 	bool on;
 
 	if (argc)
 		return fail(EXIT_USAGE, "unexpected \"%s\" after \"ddos show\"", argv[0]);
 	if ((ret = open_router(&x, 0)))
 		return ret;
-	if (xdpr_ddos_get(&x, &on, NULL, &hosts, &max) || xdpr_ddos_stats(&x, &st)) {
+	if (xdpr_ddos_get(&x, &on, NULL, &hosts, &max) || xdpr_ddos_stats(&x, &st) ||
+	    xdpr_ddos_get_sample(&x, &sample)) {
 		ret = fail(EXIT_FAIL, "%s", x.err);
 		xdpr_close(&x);
 		return ret;
@@ -237,7 +251,8 @@ static int ddos_show(int argc, char **argv)
 	now = xdpr_ddos_now_ns();
 	out_obj_open(NULL);
 	out_bool("meters", NULL, on);
-	out_str(NULL, "meters %s", on ? "on" : "off");
+	out_text("meters %s", on ? "on" : "off");
+	out_u64("sample", ", sample 1 in %llu", sample);
 	out_u64("hosts", ", %llu hosts metered", hosts);
 	out_u64("hosts_max", " of %llu", max);
 	out_u64("metered", ", %llu packets metered", st.metered);
@@ -471,7 +486,7 @@ static void top_print(const struct top_snap *prev, const struct top_snap *cur, d
 			out_str("addr", "  %-39s ", addr_text(h->family, h->addr, s, sizeof(s)));
 			out_double("pps", "%12.0f ", rows[i].pps);
 			out_double("bps", NULL, rows[i].bps);
-			out_double(NULL, "%10.1f ", rows[i].bps / 1e6);
+			out_text("%10.1f ", rows[i].bps / 1e6);
 			out_u64("packets", "%14llu ", h->packets);
 			out_u64("bytes", "%14llu\n", h->bytes);
 			out_obj_close();

@@ -58,6 +58,84 @@ int xdpr_ddos_set(struct xdpr *x, bool on)
 	return cfg_flag(x, XDPR_CFG_DDOS, on);
 }
 
+int xdpr_ddos_set_sample(struct xdpr *x, __u32 n)
+{
+	struct xdpr_cfg c;
+	int err = xdpr_cfg_get(x, &c);
+
+	if (err)
+		return err;
+	c.ddos_sample = n ? n : 1;
+	return xdpr_cfg_set(x, &c);
+}
+
+int xdpr_ddos_get_sample(struct xdpr *x, __u32 *n)
+{
+	struct xdpr_cfg c;
+	int err = xdpr_cfg_get(x, &c);
+
+	if (!err)
+		*n = c.ddos_sample ? c.ddos_sample : 1;
+	return err;
+}
+
+/* Set the bit of k in xdpr_ddos_bits (a ban is about to be made). */
+static int bit_set(struct xdpr *x, const struct xdpr_ddos_key *k)
+{
+	__u32 b = xdpr_ddos_bit(k), w = b / 64;
+	int fd = x->fd[XM_DDOS_BITS];
+	__u64 v;
+
+	if (bpf_map_lookup_elem(fd, &w, &v))
+		goto fail;
+	if (v >> (b % 64) & 1)
+		return 0;
+	v |= 1ULL << (b % 64);
+	if (!bpf_map_update_elem(fd, &w, &v, BPF_ANY))
+		return 0;
+fail:
+	seterr(x, "cannot write the ban bitmap: %s", strerror(errno));
+	return -errno;
+}
+
+static int bits_of(const struct xdpr_ddos_ban_info *b, void *arg)
+{
+	struct xdpr_ddos_key k = { .family = b->family, .dir = b->dir };
+	__u64 *bits = arg;
+	__u32 i;
+
+	memcpy(k.addr, b->addr, sizeof(k.addr));
+	i = xdpr_ddos_bit(&k);
+	bits[i / 64] |= 1ULL << (i % 64);
+	return 0;
+}
+
+/*
+ * After bans were removed: every word of the bitmap rewritten from the bans
+ * that remain (a word is written whole, the bits of those bans in it stay
+ * set throughout).
+ */
+static int bits_rebuild(struct xdpr *x)
+{
+	__u64 *want = calloc(XDPR_DDOS_BITS_WORDS, sizeof(*want)), v;
+	int fd = x->fd[XM_DDOS_BITS], err;
+
+	if (!want) {
+		seterr(x, "cannot rebuild the ban bitmap: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	err = xdpr_ddos_ban_foreach(x, bits_of, want);
+	for (__u32 w = 0; !err && w < XDPR_DDOS_BITS_WORDS; w++) {
+		if (bpf_map_lookup_elem(fd, &w, &v) ||
+		    (v != want[w] && bpf_map_update_elem(fd, &w, &want[w], BPF_ANY))) {
+			err = -errno;
+			seterr(x, "cannot write the ban bitmap: %s", strerror(-err));
+		}
+	}
+	free(want);
+	return err;
+}
+
 static long count_keys(int fd, void *k, size_t ksize)
 {
 	char prev[64];
@@ -139,6 +217,39 @@ static void prot_key(struct xdpr_ddos_prot_key *k, int family, const void *addr,
 	memcpy(k->addr, addr, alen(family));
 }
 
+static bool in_prefix(const __u8 *a, const __u8 *net, int plen)
+{
+	for (int b = 0; b < plen; b++)
+		if ((a[b / 8] ^ net[b / 8]) & (0x80 >> (b % 8)))
+			return false;
+	return true;
+}
+
+/*
+ * The "to" meters of hosts in family's net/plen, deleted: the datapath
+ * counts a host that has a meter without asking whether it is protected.
+ * Once packets in flight settled, so that none that found the prefix
+ * before it went makes a meter after the walk.  0 or -errno.
+ */
+static int unmeter(struct xdpr *x, int family, const __u8 *net, int plen)
+{
+	struct xdpr_ddos_key k, next;
+	int fd = x->fd[XM_DDOS_TO], more;
+
+	xdpr_packets_settled();
+	more = !bpf_map_get_next_key(fd, NULL, &k);
+	while (more) {
+		more = !bpf_map_get_next_key(fd, &k, &next);
+		if (k.family == family && in_prefix(k.addr, net, plen) && bpf_map_delete_elem(fd, &k) &&
+		    errno != ENOENT) {
+			seterr(x, "cannot delete a DDoS meter: %s", strerror(errno));
+			return -errno;
+		}
+		k = next;
+	}
+	return 0;
+}
+
 int xdpr_ddos_protect(struct xdpr *x, int family, const void *addr, int plen, bool add)
 {
 	struct xdpr_ddos_prot_key k;
@@ -174,7 +285,7 @@ int xdpr_ddos_protect(struct xdpr *x, int family, const void *addr, int plen, bo
 			       strerror(-err));
 		return err == -E2BIG ? -ENOSPC : err;
 	}
-	return 0;
+	return add ? 0 : unmeter(x, family, addr, plen);
 }
 
 int xdpr_ddos_protect_foreach(struct xdpr *x, int (*cb)(int family, const void *addr, int plen, void *arg),
@@ -317,8 +428,10 @@ int xdpr_ddos_ban(struct xdpr *x, const struct xdpr_ddos_ban_info *b)
 		if (!had)
 			v[i].dropped_pkts = v[i].dropped_bytes = 0;
 	}
-	/* the flag first: a ban in the table is looked at from its first packet */
+	/* the flag and the bit first: a ban in the table is looked at from its first packet */
 	err = cfg_flag(x, XDPR_CFG_BANS, true);
+	if (!err)
+		err = bit_set(x, &k);
 	if (!err && bpf_map_update_elem(fd, &k, v, BPF_ANY)) {
 		err = -errno;
 		if (err == -E2BIG || err == -ENOSPC || err == -ENOMEM) {
@@ -354,8 +467,8 @@ int xdpr_ddos_unban(struct xdpr *x, int family, int dir, const void *addr)
 		return err;
 	}
 	if (bpf_map_get_next_key(fd, NULL, &any) && errno == ENOENT)
-		return cfg_flag(x, XDPR_CFG_BANS, false);
-	return 0;
+		return cfg_flag(x, XDPR_CFG_BANS, false) ?: bits_rebuild(x);
+	return bits_rebuild(x);
 }
 
 struct ban_walk {
@@ -440,7 +553,7 @@ long xdpr_ddos_flush(struct xdpr *x, unsigned int what)
 		if ((n = flush_map(x, x->fd[XM_DDOS_BANS], sizeof(struct xdpr_ddos_key), "bans")) < 0)
 			return n;
 		total += n;
-		n = cfg_flag(x, XDPR_CFG_BANS, false);
+		n = cfg_flag(x, XDPR_CFG_BANS, false) ?: bits_rebuild(x);
 		if (n < 0)
 			return n;
 	}
@@ -449,6 +562,11 @@ long xdpr_ddos_flush(struct xdpr *x, unsigned int what)
 		if (n < 0)
 			return n;
 		total += n;
+		/* no prefix left: no "to" meter may stay (it would go on counting) */
+		xdpr_packets_settled();
+		if (!(what & XDPR_DDOS_FLUSH_HOSTS) &&
+		    (n = flush_map(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
+			return n;
 	}
 	return total;
 }

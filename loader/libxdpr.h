@@ -89,7 +89,7 @@ enum xdpr_map {
 	XM_NPT, XM_NPT_STATS,
 	XM_BINAT, XM_BINAT_IN, XM_BINAT_OUT, XM_BINAT_ST,
 	XM_METER, XM_METER_PC,
-	XM_DDOS_PROT, XM_DDOS_TO, XM_DDOS_FROM, XM_DDOS_BANS, XM_DDOS_STATS,
+	XM_DDOS_PROT, XM_DDOS_TO, XM_DDOS_FROM, XM_DDOS_BANS, XM_DDOS_STATS, XM_DDOS_BITS,
 	XM_NATLOG,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
@@ -680,6 +680,13 @@ struct xdpr_ddos_stats {        /* struct xdpr_ddos_stat summed over CPUs, since
 };
 /* Meters on or off (XDPR_CFG_DDOS).  Hold the lock (XDPR_O_LOCK). */
 int xdpr_ddos_set(struct xdpr *x, bool on);
+/*
+ * Meter 1 packet in n per CPU (0 or 1: every one), each metered packet
+ * counted n times: meters, rates and thresholds stay in real units, an
+ * estimate within the sampling's error; bans still see every packet.
+ */
+int xdpr_ddos_set_sample(struct xdpr *x, __u32 n);
+int xdpr_ddos_get_sample(struct xdpr *x, __u32 *n);
 /*
  * Any pointer may be NULL: on; untracked, packets to protected hosts that
  * found the "to" table full (summed, since load); hosts, "to" meters in

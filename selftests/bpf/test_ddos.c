@@ -331,6 +331,11 @@ static bool t_prefixes(void)
 	err = xdpr_ddos_protect(&lib, AF_INET, addr, 33, true);
 	ok &= expect(err == -EINVAL, "/33: %d, expected -EINVAL", err);
 	ok &= expect(!xdpr_ddos_protect(&lib, AF_INET, addr, 32, false), "delete 10.0.2.3/32: %s", lib.err);
+	r = hosts();
+	ok &= expect(!host_of(&r, AF_INET, XDPR_DDOS_TO, REM3), "10.0.2.3's meter outlived its prefix");
+	ok &= fwd4("to 10.0.2.3, no longer protected", "r0", "r1", &b);
+	r = hosts();
+	ok &= expect(!host_of(&r, AF_INET, XDPR_DDOS_TO, REM3), "10.0.2.3 metered after its prefix went");
 	err = xdpr_ddos_protect(&lib, AF_INET, addr, 32, false);
 	ok &= expect(err == -ENOENT && strstr(lib.err, "not protected"), "delete again: %d \"%s\"", err, lib.err);
 	xdpr_ddos_flush(&lib, XDPR_DDOS_FLUSH_HOSTS);
@@ -568,6 +573,7 @@ int main(void)
 	lib.fd[XM_DDOS_FROM] = bpf_map__fd(skel->maps.xdpr_ddos_from);
 	lib.fd[XM_DDOS_BANS] = bpf_map__fd(skel->maps.xdpr_ddos_bans);
 	lib.fd[XM_DDOS_STATS] = bpf_map__fd(skel->maps.xdpr_ddos_stats);
+	lib.fd[XM_DDOS_BITS] = bpf_map__fd(skel->maps.xdpr_ddos_bits);
 
 	printf("1..%d\n", NCASES);
 	for (int i = 0; i < NCASES; i++) {
