@@ -1015,13 +1015,13 @@ struct xdpr_ddos_stat {
 };
 
 /*
- * xdpr_ddos_bits: a bitmap (ARRAY of XDPR_DDOS_BITS_WORDS u64) with the bit
+ * xdpr_ddos_bits: a bitmap (ARRAY of XDPR_DDOS_BITS_WORDS u64, 2^20 bits) with the bit
  * xdpr_ddos_bit(key) set for every ban, kept by userspace: a packet looks a
  * ban up only when its key's bit is set, so traffic of hosts without a ban
  * pays two array reads, not two hash lookups.  Bits of removed bans are
  * cleared by rewriting each word from the bans that remain.
  */
-#define XDPR_DDOS_BITS_WORDS 1024
+#define XDPR_DDOS_BITS_WORDS 16384 /* 2^20 bits, 128 KiB: 1,000 bans leave a 0.1% chance of a needless lookup */
 static inline __u32 xdpr_ddos_bit(const struct xdpr_ddos_key *k)
 {
 	const __u32 *w = (const __u32 *)k->addr;
