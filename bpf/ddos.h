@@ -118,20 +118,19 @@ static __always_inline int ddos_insert(void *map, const struct xdpr_ddos_key *k,
 /*
  * The packet at data (an Ethernet frame, its VLAN tag already off) as it
  * arrived to be forwarded: 1 when a ban drops it, else 0 (metered when its
- * destination is protected and the meters are on).  flags: xdpr_cfg.flags;
- * sample: xdpr_cfg.ddos_sample (1 in N packets metered per CPU, each counted
- * N times: the meters estimate the traffic, the bans see every packet).
+ * destination is protected and w is not 0).  flags: xdpr_cfg.flags; w:
+ * what the packet counts for in the meters, ddos_weight's (0: not metered).
  * Anything not IPv4 or IPv6 with its whole fixed header passes untouched:
  * the packet path checks and counts it.
  */
-__noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 sample)
+__noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 w)
 {
 	struct xdpr_ddos_key src = {}, dst = {};
 	struct xdpr_ddos_prot_key pk = {};
 	struct xdpr_ddos_stat *st;
 	void *data, *end;
 	struct ethhdr *eth;
-	__u32 zero = 0, len, w = 1;
+	__u32 zero = 0, len;
 	__u64 now;
 
 	if (!ctx)
@@ -179,17 +178,11 @@ __noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 sample)
 			}
 		}
 	}
-	if (!(flags & XDPR_CFG_DDOS))
+	if (!w)
 		return 0;
 	st = bpf_map_lookup_elem(&xdpr_ddos_stats, &zero);
 	if (!st)
 		return 0;
-	if (sample > 1) {
-		if (++st->tick < sample)
-			return 0;
-		st->tick = 0;
-		w = sample;
-	}
 	now = bpf_ktime_get_coarse_ns();
 	/* a host with a meter is protected (meters are made for protected hosts only) */
 	if (!ddos_add(&xdpr_ddos_to, &dst, now, len, w)) {
@@ -206,6 +199,29 @@ __noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 sample)
 	if (!ddos_add(&xdpr_ddos_from, &src, now, len, w))
 		ddos_insert(&xdpr_ddos_from, &src, now, len, w);
 	return 0;
+}
+
+/*
+ * What this packet counts for in the meters: 0 when they are off or the
+ * packet is not sampled, else xdpr_cfg.ddos_sample (1 in N packets metered
+ * per CPU, each counted N times: the meters estimate the traffic at 1/N of
+ * the cost; the bans see every packet).  Inline in xdpr_forward, so that a
+ * packet the sample skips costs no call when there is no ban either.
+ */
+static __always_inline __u32 ddos_weight(const struct xdpr_cfg *cfg)
+{
+	struct xdpr_ddos_stat *st;
+	__u32 zero = 0, n = cfg->ddos_sample;
+
+	if (!(cfg->flags & XDPR_CFG_DDOS))
+		return 0;
+	if (n <= 1)
+		return 1;
+	st = bpf_map_lookup_elem(&xdpr_ddos_stats, &zero);
+	if (!st || ++st->tick < n)
+		return 0;
+	st->tick = 0;
+	return n;
 }
 
 #endif /* XDPR_DDOS_H */

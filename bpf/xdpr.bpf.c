@@ -74,8 +74,12 @@ static __always_inline int xdpr_forward(struct xdp_md *ctx, struct cursor c,
 	if (!l2_for_us(eth, in))
 		return XDPR_PASS_L2_OTHER;
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
-	if (cfg && (cfg->flags & (XDPR_CFG_DDOS | XDPR_CFG_BANS)) && ddos_step(ctx, cfg->flags, cfg->ddos_sample))
-		return XDPR_DROP_DDOS_BAN;
+	if (cfg && (cfg->flags & (XDPR_CFG_DDOS | XDPR_CFG_BANS))) {
+		__u32 w = ddos_weight(cfg);
+
+		if ((w || (cfg->flags & XDPR_CFG_BANS)) && ddos_step(ctx, cfg->flags, w))
+			return XDPR_DROP_DDOS_BAN;
+	}
 	fib = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
 	if (!fib)
 		return XDPR_PASS_FIB_OTHER;

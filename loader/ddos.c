@@ -434,7 +434,7 @@ int xdpr_ddos_ban(struct xdpr *x, const struct xdpr_ddos_ban_info *b)
 		err = bit_set(x, &k);
 	if (!err && bpf_map_update_elem(fd, &k, v, BPF_ANY)) {
 		err = -errno;
-		if (err == -E2BIG || err == -ENOSPC || err == -ENOMEM) {
+		if (err == -E2BIG || err == -ENOSPC) {
 			seterr(x, "cannot ban: the ban table is full (%d)", XDPR_DDOS_BAN_MAX);
 			err = -ENOSPC;
 		} else {

@@ -517,6 +517,38 @@ static bool t_full(void)
 	return ok;
 }
 
+/* Sample 4 on one CPU: 4 of 16 packets metered, each counted 4 times; bans still see every packet. */
+static bool t_sample(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct hosts r;
+	bool ok = true;
+	__u64 m0;
+
+	start(true);
+	m0 = dstats().metered;
+	if (xdpr_ddos_set_sample(&lib, 4))
+		die("xdpr_ddos_set_sample: %s", lib.err);
+	protect(AF_INET, "10.0.2.0", 24);
+	if (!pin_cpu(0))
+		die("cannot pin to CPU 0: %s", strerror(errno));
+	for (int i = 0; i < 15; i++)
+		ok &= fwd4("udp, sample 4", "r0", "r1", &k);
+	r = hosts();
+	ok &= host_is("15 packets, sample 4", &r, AF_INET, XDPR_DDOS_TO, REM, 12, 12ULL * ip4_len(&k));
+	ok &= fwd4("udp, sample 4, the 16th", "r0", "r1", &k);
+	r = hosts();
+	ok &= host_is("sample 4", &r, AF_INET, XDPR_DDOS_TO, REM, 16, 16ULL * ip4_len(&k));
+	ok &= expect(dstats().metered - m0 == 16, "metered +%llu, expected +16",
+		     (unsigned long long)(dstats().metered - m0));
+	ban(AF_INET, XDPR_DDOS_TO, REM, 0, XDPR_DDOS_F_DROP);
+	for (int i = 0; i < 3; i++)
+		ok &= banned4("banned, sample 4: every packet dropped", "r0", &k);
+	if (xdpr_ddos_set_sample(&lib, 1))
+		die("xdpr_ddos_set_sample: %s", lib.err);
+	return ok;
+}
+
 static bool t_flush(void)
 {
 	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
@@ -552,6 +584,7 @@ static const struct {
 	{ "IPv6: meters of a /64, a ban of a /128", t_v6 },
 	{ "one host on two CPUs: per-CPU shares summed by the loader", t_two_cpus },
 	{ "table full: forwarded, untracked counted, old hosts go on; flush empties it", t_full },
+	{ "sample 4: a quarter metered, each counted 4 times; bans see every packet", t_sample },
 	{ "flush bans, hosts, protected prefixes", t_flush },
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
