@@ -465,9 +465,9 @@ static void top_print(const struct top_snap *prev, const struct top_snap *cur, d
 	if (!out_is_json() && isatty(STDOUT_FILENO))
 		out_text("\033[H\033[2J");
 	out_obj_open(NULL);
-	out_double("interval", "top talkers by %s over %.1f s", secs);
+	out_text("top talkers by %s", by_bps ? "bit rate" : "packet rate");
 	out_str("by", NULL, by_bps ? "bps" : "pps");
-	out_text(" (%s)\n", by_bps ? "bit rate" : "packet rate");
+	out_double("interval", " over %.1f s\n", secs);
 	for (int dir = XDPR_DDOS_TO; dir <= XDPR_DDOS_FROM; dir++) {
 		unsigned long shown = 0;
 
