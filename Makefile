@@ -73,7 +73,8 @@ $(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*.h) $(wildcard cli/*.h) loade
 	$(Q)$(CC) $(CFLAGS) $(shell pkg-config --cflags $(DPKGS)) -c $< -o $@
 
 # the daemon: the CLI's parsing and config engine, not its main
-$(BUILD)/xdprd: $(BUILD)/daemon/xdprd.o $(BUILD)/daemon/export.o $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
+$(BUILD)/xdprd: $(BUILD)/daemon/xdprd.o $(BUILD)/daemon/export.o $(BUILD)/daemon/ddos.o \
+		$(BUILD)/daemon/blackhole.o $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(DLDLIBS)
 

@@ -69,6 +69,13 @@ void conf_init(struct conf *c)
 	c->exp.active = CONF_EXPORT_ACTIVE;
 	c->exp.inactive = CONF_EXPORT_INACTIVE;
 	c->exp.sample = 1;
+	c->ddos.pps = CONF_DDOS_PPS;
+	c->ddos.mbps = CONF_DDOS_MBPS;
+	c->ddos.window = CONF_DDOS_WINDOW;
+	c->ddos.ban_time = CONF_DDOS_BAN;
+	c->ddos.sample = 1;
+	c->ddos.table = CONF_DDOS_TABLE;
+	c->ddos.action = XDPR_DDOS_F_DROP;
 }
 
 void conf_free(struct conf *c)
@@ -506,6 +513,108 @@ static int add_export(struct conf *c, int argc, char **argv, size_t line, char *
 	return snprintf(err, len, "%s", usage), EXIT_USAGE;
 }
 
+bool conf_ddos_same(const struct conf_ddos *a, const struct conf_ddos *b)
+{
+	if (a->nprot != b->nprot || a->pps != b->pps || a->mbps != b->mbps || a->window != b->window ||
+	    a->ban_time != b->ban_time || a->sample != b->sample || a->table != b->table ||
+	    a->action != b->action || a->sources != b->sources)
+		return false;
+	for (int i = 0; i < a->nprot; i++)
+		if (a->prot[i].family != b->prot[i].family || a->prot[i].plen != b->prot[i].plen ||
+		    memcmp(a->prot[i].addr, b->prot[i].addr, 16))
+			return false;
+	return true;
+}
+
+/* "ddos ..." (the words after "ddos") */
+static int add_ddos(struct conf *c, int argc, char **argv, size_t line, char *err, size_t len)
+{
+	static const char usage[] = "expected \"ddos protect PREFIX\", \"ddos threshold { pps | mbps } N\", "
+				    "\"ddos window SECONDS\", \"ddos ban-time SECONDS\", \"ddos action { drop | "
+				    "blackhole | both }\", \"ddos blackhole-table N\", \"ddos sample N\" or "
+				    "\"ddos ban-sources { on | off }\"";
+	struct conf_ddos *d = &c->ddos;
+	unsigned long v;
+
+	if (argc == 2 && !strcmp(argv[0], "protect")) {
+		struct xdpr_route_spec rs;
+		struct conf_ddos_prot *p;
+
+		if (parse_prefix(argv[1], &rs, err, len))
+			return EXIT_USAGE;
+		for (int i = 0; i < d->nprot; i++)
+			if (d->prot[i].family == rs.family && d->prot[i].plen == (int)rs.plen &&
+			    !memcmp(d->prot[i].addr, rs.addr, 16))
+				return snprintf(err, len, "ddos protect %s is already on line %zu", argv[1],
+						d->prot[i].line), EXIT_USAGE;
+		if (d->nprot >= CONF_DDOS_PROT_MAX)
+			return snprintf(err, len, "at most %d protected prefixes", CONF_DDOS_PROT_MAX), EXIT_USAGE;
+		p = &d->prot[d->nprot++];
+		p->family = rs.family;
+		memcpy(p->addr, rs.addr, 16);
+		p->plen = rs.plen;
+		p->line = line;
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[0], "threshold") && (!strcmp(argv[1], "pps") || !strcmp(argv[1], "mbps"))) {
+		bool pps = argv[1][0] == 'p';
+
+		if (parse_uint(argv[2], 0, pps ? 1000000000UL : 1000000UL, &v))
+			return snprintf(err, len, "invalid threshold %s \"%s\" (0: none, up to %s)", argv[1], argv[2],
+					pps ? "1000000000" : "1000000"), EXIT_USAGE;
+		*(pps ? &d->pps : &d->mbps) = v;
+		return once(pps ? &d->pps_line : &d->mbps_line, line, pps ? "ddos threshold pps" :
+			    "ddos threshold mbps", err, len);
+	}
+	if (argc == 2 && !strcmp(argv[0], "window")) {
+		if (parse_uint(argv[1], 1, CONF_DDOS_WINDOW_MAX, &v))
+			return snprintf(err, len, "invalid window \"%s\" (seconds, 1 to %d)", argv[1],
+					CONF_DDOS_WINDOW_MAX), EXIT_USAGE;
+		d->window = v;
+		return once(&d->window_line, line, "ddos window", err, len);
+	}
+	if (argc == 2 && !strcmp(argv[0], "ban-time")) {
+		if (parse_uint(argv[1], 1, CONF_DDOS_BAN_MAX, &v))
+			return snprintf(err, len, "invalid ban-time \"%s\" (seconds, 1 to %d)", argv[1],
+					CONF_DDOS_BAN_MAX), EXIT_USAGE;
+		d->ban_time = v;
+		return once(&d->ban_line, line, "ddos ban-time", err, len);
+	}
+	if (argc == 2 && !strcmp(argv[0], "action")) {
+		if (!strcmp(argv[1], "drop"))
+			d->action = XDPR_DDOS_F_DROP;
+		else if (!strcmp(argv[1], "blackhole"))
+			d->action = XDPR_DDOS_F_BLACKHOLE;
+		else if (!strcmp(argv[1], "both"))
+			d->action = XDPR_DDOS_F_DROP | XDPR_DDOS_F_BLACKHOLE;
+		else
+			return snprintf(err, len, "invalid action \"%s\" (drop, blackhole or both)", argv[1]),
+			       EXIT_USAGE;
+		return once(&d->action_line, line, "ddos action", err, len);
+	}
+	if (argc == 2 && !strcmp(argv[0], "blackhole-table")) {
+		if (parse_uint(argv[1], 1, 0xffffffffUL, &v) || v == 253 || v == 254 || v == 255)
+			return snprintf(err, len, "invalid blackhole-table \"%s\" (1 to 4294967295, not 253-255: "
+					"default, main, local)", argv[1]), EXIT_USAGE;
+		d->table = v;
+		return once(&d->table_line, line, "ddos blackhole-table", err, len);
+	}
+	if (argc == 2 && !strcmp(argv[0], "sample")) {
+		if (parse_uint(argv[1], 1, 1024, &v))
+			return snprintf(err, len, "invalid sample \"%s\" (1 in N packets, N 1 to 1024)", argv[1]),
+			       EXIT_USAGE;
+		d->sample = v;
+		return once(&d->sample_line, line, "ddos sample", err, len);
+	}
+	if (argc == 2 && !strcmp(argv[0], "ban-sources")) {
+		if (strcmp(argv[1], "on") && strcmp(argv[1], "off"))
+			return snprintf(err, len, "invalid ban-sources \"%s\" (on or off)", argv[1]), EXIT_USAGE;
+		d->sources = argv[1][1] == 'n';
+		return once(&d->sources_line, line, "ddos ban-sources", err, len);
+	}
+	return snprintf(err, len, "%s", usage), EXIT_USAGE;
+}
+
 static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, size_t len)
 {
 #define IS(a, b) (n >= 2 && !strcmp(w[0], a) && !strcmp(w[1], b))
@@ -539,10 +648,12 @@ static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, si
 	}
 	if (!strcmp(w[0], "export"))
 		return add_export(c, n - 1, w + 1, line, err, len);
+	if (!strcmp(w[0], "ddos"))
+		return add_ddos(c, n - 1, w + 1, line, err, len);
 #undef IS
 	return snprintf(err, len, "\"%s%s%s\" is not a configuration command (link attach, nat add, "
 			"nat limit, nat timeout, route add, set add, filter add, filter policy, on-stop, "
-			"export)",
+			"export, ddos)",
 			w[0], n > 1 ? " " : "", n > 1 ? w[1] : ""), EXIT_USAGE;
 }
 
@@ -941,6 +1052,29 @@ void conf_print(FILE *f, const struct conf *c)
 		fprintf(f, "export sample %u\n", c->exp.sample);
 	if (c->exp.nat_events)
 		fprintf(f, "export nat-events on\n");
+	/* DDoS detection: a file's only, like export */
+	for (int i = 0; i < c->ddos.nprot; i++) {
+		char a[INET6_ADDRSTRLEN];
+
+		fprintf(f, "ddos protect %s/%d\n", inet_ntop(c->ddos.prot[i].family, c->ddos.prot[i].addr, a,
+							     sizeof(a)), c->ddos.prot[i].plen);
+	}
+	if (c->ddos.pps != CONF_DDOS_PPS)
+		fprintf(f, "ddos threshold pps %llu\n", (unsigned long long)c->ddos.pps);
+	if (c->ddos.mbps != CONF_DDOS_MBPS)
+		fprintf(f, "ddos threshold mbps %llu\n", (unsigned long long)c->ddos.mbps);
+	if (c->ddos.window != CONF_DDOS_WINDOW)
+		fprintf(f, "ddos window %u\n", c->ddos.window);
+	if (c->ddos.ban_time != CONF_DDOS_BAN)
+		fprintf(f, "ddos ban-time %u\n", c->ddos.ban_time);
+	if (c->ddos.action != XDPR_DDOS_F_DROP)
+		fprintf(f, "ddos action %s\n", c->ddos.action == XDPR_DDOS_F_BLACKHOLE ? "blackhole" : "both");
+	if (c->ddos.table != CONF_DDOS_TABLE)
+		fprintf(f, "ddos blackhole-table %u\n", c->ddos.table);
+	if (c->ddos.sample != 1)
+		fprintf(f, "ddos sample %u\n", c->ddos.sample);
+	if (c->ddos.sources)
+		fprintf(f, "ddos ban-sources on\n");
 }
 
 /* ---- applying ---- */

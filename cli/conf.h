@@ -65,6 +65,36 @@ struct conf_export {
 	size_t nat_events_line;
 };
 
+/* "ddos ..." lines (xdprd only: daemon/ddos.c) */
+#define CONF_DDOS_PROT_MAX 256
+#define CONF_DDOS_PPS      20000   /* FastNetMon's defaults, per host */
+#define CONF_DDOS_MBPS     1000
+#define CONF_DDOS_WINDOW   5       /* seconds averaged */
+#define CONF_DDOS_WINDOW_MAX 60
+#define CONF_DDOS_BAN      1900    /* seconds */
+#define CONF_DDOS_BAN_MAX  (30 * 86400)
+#define CONF_DDOS_TABLE    666     /* kernel routing table of the blackhole routes */
+
+struct conf_ddos_prot {
+	int family;
+	__u8 addr[16];
+	int plen;
+	size_t line;
+};
+
+struct conf_ddos {
+	int nprot;
+	struct conf_ddos_prot prot[CONF_DDOS_PROT_MAX];
+	__u64 pps, mbps;        /* thresholds per host; 0: not that one */
+	__u32 window, ban_time, sample, table;
+	__u32 action;           /* XDPR_DDOS_F_DROP and/or XDPR_DDOS_F_BLACKHOLE */
+	bool sources;           /* "ddos ban-sources on": sources over a threshold are banned too */
+	size_t pps_line, mbps_line, window_line, ban_line, sample_line, table_line, action_line,
+	       sources_line;
+};
+
+bool conf_ddos_same(const struct conf_ddos *a, const struct conf_ddos *b);
+
 struct conf {
 	int nlink;
 	struct conf_link link[XDPR_MAX_IFACES];
@@ -82,6 +112,7 @@ struct conf {
 	size_t *flt_line, flt_cap;
 	enum conf_on_stop on_stop; /* xdprd only: what stopping the daemon does */
 	struct conf_export exp;   /* xdprd only: flow export */
+	struct conf_ddos ddos;    /* xdprd only: DDoS detection */
 	/* where each once-only word was given (0: not given), for errors */
 	size_t policy_line, on_stop_line, knob_line[8];
 	char name[256];         /* "FILE " for errors about a line; "" for a running state */

@@ -47,6 +47,7 @@
 #include <systemd/sd-daemon.h>
 #include "conf.h"
 #include "export.h"
+#include "ddos.h"
 #include "out.h"
 #include "prom.h"
 
@@ -422,6 +423,31 @@ static void natlog_tick(void)
 	natlog_drain();
 }
 
+void ddos_log(int prio, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	logm(prio, "%s", msg);
+}
+
+/* The DDoS tick (daemon/ddos.c), under the lock of the router's namespace. */
+static void ddos_run(void)
+{
+	static struct xdpr x;
+	char err[512];
+
+	if (!ddos_active())
+		return;
+	if (open_locked(&x, err, sizeof(err)))
+		return;
+	ddos_tick(&x);
+	xdpr_close(&x);
+}
+
 /* The file's export lines (x opened and locked by apply): a new exporter when they changed. */
 static void export_configure(struct xdpr *x, const struct conf_export *want, const char *why)
 {
@@ -568,6 +594,8 @@ static int apply(const char *why)
 		logm(LOG_WARNING, "%s: %s", why, x.note);
 	if (!ret)
 		export_configure(&x, &c.exp, why);
+	if (!ret)
+		ddos_configure(&x, &c.ddos, why);
 	xdpr_close(&x);
 	conf_free(&c);
 	if (ret) {
@@ -986,6 +1014,7 @@ static void daemon_metrics(FILE *f)
 		"xdprd_gc_removed_total{table=\"filter_flows\"} %llu\n",
 		d.gc_sessions, d.gc_bindings, d.gc_flows);
 	export_metrics(f);
+	ddos_metrics(f);
 }
 
 static enum MHD_Result respond(struct MHD_Connection *con, unsigned int code, const char *type,
@@ -1231,7 +1260,7 @@ int main(int argc, char **argv)
 
 		if (pend.armed && pend_due < until)
 			until = pend_due;
-		if ((d.exp || d.meter_pending || natlog.ours || natlog.rd) && next_export < until)
+		if ((d.exp || d.meter_pending || natlog.ours || natlog.rd || ddos_active()) && next_export < until)
 			until = next_export;
 		/* the NAT event ring's epoll fd: readable when records wait (-1: ignored) */
 		pfd[2] = (struct pollfd){ .fd = natlog.rd ? xdpr_natlog_fd(natlog.rd) : -1, .events = POLLIN };
@@ -1311,6 +1340,7 @@ int main(int argc, char **argv)
 			pthread_mutex_lock(&d.mu);
 			export_run();
 			natlog_tick();
+			ddos_run();
 			pthread_mutex_unlock(&d.mu);
 			/* one a second, not a burst after a long stall */
 			next_export = now + EXPORT_MS;
@@ -1333,6 +1363,9 @@ int main(int argc, char **argv)
 		}
 	}
 	notify("STOPPING=1");
+	pthread_mutex_lock(&d.mu);
+	ddos_stop();
+	pthread_mutex_unlock(&d.mu);
 	if (d.on_stop == CONF_STOP_DETACH) {
 		static struct xdpr x;
 		static struct conf none;
