@@ -13,6 +13,9 @@
  *   on-stop {keep|detach}                (xdprd only)
  *   export {ipfix|netflow9} ADDR:PORT | export {active-timeout|inactive-timeout} S |
  *   export sample N | export nat-events on|off  (xdprd only: daemon/export.c)
+ *   ddos protect PREFIX | ddos threshold {pps|mbps} N | ddos window S | ddos ban-time S |
+ *   ddos action {drop|blackhole|both} | ddos blackhole-table N | ddos sample N |
+ *   ddos ban-sources on|off              (xdprd only: daemon/ddos.c)
  *
  * and is the whole state: what it does not say is the default (no rule,
  * no route, policy accept, default timeouts and sizes).  xdpr save prints

@@ -177,7 +177,7 @@ tap $? "xdpr.conf(5) describes every command" "not described:$bad"
 
 # ---- metrics: every name the code writes is in xdprd(8) ----
 names=$(sed -n 's/.*head(f, "\(xdpr_[a-z_]*\)".*/\1/p' cli/prom.c
-	sed -n 's/.*# TYPE \(xdprd_[a-z_]*\) .*/\1/p' daemon/xdprd.c
+	sed -n 's/.*# TYPE \(xdprd_[a-z_]*\) .*/\1/p' daemon/xdprd.c daemon/ddos.c
 	for w in packets bytes; do echo "xdpr_${w}_total"; echo "xdpr_cpu_${w}_total"; done)
 bad=
 for m in $names; do
