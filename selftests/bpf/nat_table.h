@@ -908,6 +908,38 @@ static void need_root_on_cpu0(void)
  * The namespace, the program and its maps, the interfaces registered.
  * Returns what xdpr_probe said about BPF_FIB_LOOKUP_SRC (cfg_flags has it).
  */
+/* ---- shared by the tests with IPv6 too (test_flow, test_ddos) ---- */
+
+#define IN6  "2001:db8:1::2"
+#define REM6 "2001:db8:2::2"
+
+/* IPv6 on both sides: 2001:db8:1::/64 on r0, 2001:db8:2::/64 on r1, a neighbour each. */
+static void setup_v6(void)
+{
+	if (sysctl_set("net/ipv6/conf/all/forwarding", "1") ||
+	    sh("/sbin/ip -6 addr add 2001:db8:1::1/64 dev r0 nodad") ||
+	    sh("/sbin/ip -6 addr add 2001:db8:2::1/64 dev r1 nodad") ||
+	    sh("/sbin/ip -6 neigh replace " IN6 " lladdr 02:00:00:00:01:02 dev r0 nud permanent") ||
+	    sh("/sbin/ip -6 neigh replace " REM6 " lladdr 02:00:00:00:02:02 dev r1 nud permanent"))
+		die("cannot set up IPv6 in the test namespace");
+}
+
+static void addr_of(int family, const char *s, __u8 a[16])
+{
+	memset(a, 0, 16);
+	if (inet_pton(family, s, a) != 1)
+		die("bad address \"%s\" in the test", s);
+}
+
+static bool pin_cpu(int cpu)
+{
+	cpu_set_t s;
+
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	return !sched_setaffinity(0, sizeof(s), &s);
+}
+
 static int table_init(void)
 {
 	int probe;

@@ -17,27 +17,7 @@
 #include "nat_table.h"
 #include <linux/ipv6.h>
 
-#define IN6  "2001:db8:1::2"
-#define REM6 "2001:db8:2::2"
-
 static struct xdpr lib; /* the loader's view of the test's maps */
-
-static void setup_v6(void)
-{
-	if (sysctl_set("net/ipv6/conf/all/forwarding", "1") ||
-	    sh("/sbin/ip -6 addr add 2001:db8:1::1/64 dev r0 nodad") ||
-	    sh("/sbin/ip -6 addr add 2001:db8:2::1/64 dev r1 nodad") ||
-	    sh("/sbin/ip -6 neigh replace " IN6 " lladdr 02:00:00:00:01:02 dev r0 nud permanent") ||
-	    sh("/sbin/ip -6 neigh replace " REM6 " lladdr 02:00:00:00:02:02 dev r1 nud permanent"))
-		die("cannot set up IPv6 in the test namespace");
-}
-
-static void addr_of(int family, const char *s, __u8 a[16])
-{
-	memset(a, 0, 16);
-	if (inet_pton(family, s, a) != 1)
-		die("bad address \"%s\" in the test", s);
-}
 
 /* An independent case: NAT off, meters on or off, no protected prefix, host or ban. */
 static void start(bool meters)
@@ -246,15 +226,6 @@ static bool step6(const char *what, const char *dev, const char *src, const char
 	cur_step = NULL;
 	free(r);
 	return ok;
-}
-
-static bool pin_cpu(int cpu)
-{
-	cpu_set_t s;
-
-	CPU_ZERO(&s);
-	CPU_SET(cpu, &s);
-	return !sched_setaffinity(0, sizeof(s), &s);
 }
 
 /* ---- cases ---- */

@@ -18,21 +18,8 @@
 #include "nat_table.h"
 #include <linux/ipv6.h>
 
-#define IN6  "2001:db8:1::2"
-#define REM6 "2001:db8:2::2"
-
 static struct xdpr lib; /* the loader's view of the test's maps */
 static int flows_fd;
-
-static void setup_v6(void)
-{
-	if (sysctl_set("net/ipv6/conf/all/forwarding", "1") ||
-	    sh("/sbin/ip -6 addr add 2001:db8:1::1/64 dev r0 nodad") ||
-	    sh("/sbin/ip -6 addr add 2001:db8:2::1/64 dev r1 nodad") ||
-	    sh("/sbin/ip -6 neigh replace " IN6 " lladdr 02:00:00:00:01:02 dev r0 nud permanent") ||
-	    sh("/sbin/ip -6 neigh replace " REM6 " lladdr 02:00:00:00:02:02 dev r1 nud permanent"))
-		die("cannot set up IPv6 in the test namespace");
-}
 
 /* Meter on (sample N) or off, NAT on or off; the rest of xdpr_cfg as fresh() wrote it. */
 static void meter(bool on, __u32 sample, bool nat)
@@ -105,13 +92,6 @@ struct want {
 	const char *in, *out;
 	__u64 packets, bytes;
 };
-
-static void addr_of(int family, const char *s, __u8 a[16])
-{
-	memset(a, 0, 16);
-	if (inet_pton(family, s, a) != 1)
-		die("bad address \"%s\" in the test", s);
-}
 
 static bool same_flow(const char *what, const struct xdpr_flow *f, const struct want *w, __u64 t0)
 {
@@ -399,15 +379,6 @@ static bool t_v6(void)
 	ok &= expect(seen[0] && seen[1] && seen[2], "flows seen: udp %d tcp %d icmpv6 %d", seen[0], seen[1],
 		     seen[2]);
 	return ok;
-}
-
-static bool pin_cpu(int cpu)
-{
-	cpu_set_t s;
-
-	CPU_ZERO(&s);
-	CPU_SET(cpu, &s);
-	return !sched_setaffinity(0, sizeof(s), &s);
 }
 
 static bool t_sample(void)
