@@ -115,6 +115,7 @@ static int dump_table(struct mnl_socket *nl, int family, struct dump *d)
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct rtmsg *rt;
+	int err;
 
 	nlh->nlmsg_type = RTM_GETROUTE;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
@@ -125,7 +126,8 @@ static int dump_table(struct mnl_socket *nl, int family, struct dump *d)
 	rt->rtm_protocol = BLACKHOLE_PROTO;
 	rt->rtm_type = RTN_BLACKHOLE;
 	mnl_attr_put_u32(nlh, RTA_TABLE, d->table);
-	return talk(nl, nlh, route_cb, d);
+	err = talk(nl, nlh, route_cb, d);
+	return err == -ENOENT ? 0 : err; /* a table that does not exist yet holds no route */
 }
 
 static bool has(const struct bh_route *r, size_t n, int family, const __u8 *addr)

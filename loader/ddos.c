@@ -117,22 +117,34 @@ static int bits_of(const struct xdpr_ddos_ban_info *b, void *arg)
  */
 static int bits_rebuild(struct xdpr *x)
 {
-	__u64 *want = calloc(XDPR_DDOS_BITS_WORDS, sizeof(*want)), v;
+	__u64 *want = calloc(XDPR_DDOS_BITS_WORDS, sizeof(*want)), *have = calloc(XDPR_DDOS_BITS_WORDS, sizeof(*have));
+	__u32 *keys = calloc(XDPR_DDOS_BITS_WORDS, sizeof(*keys)), n = XDPR_DDOS_BITS_WORDS, out;
 	int fd = x->fd[XM_DDOS_BITS], err;
 
-	if (!want) {
+	if (!want || !have || !keys) {
 		seterr(x, "cannot rebuild the ban bitmap: %s", strerror(ENOMEM));
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto out;
 	}
 	err = xdpr_ddos_ban_foreach(x, bits_of, want);
-	for (__u32 w = 0; !err && w < XDPR_DDOS_BITS_WORDS; w++) {
-		if (bpf_map_lookup_elem(fd, &w, &v) ||
-		    (v != want[w] && bpf_map_update_elem(fd, &w, &want[w], BPF_ANY))) {
-			err = -errno;
-			seterr(x, "cannot write the ban bitmap: %s", strerror(-err));
-		}
+	/* the words as they are, in one call where the kernel can (word by word where not) */
+	if (!err) {
+		int r = bpf_map_lookup_batch(fd, NULL, &out, keys, have, &n, NULL);
+
+		if ((r && errno != ENOENT) || n != XDPR_DDOS_BITS_WORDS)
+			for (__u32 w = 0; w < XDPR_DDOS_BITS_WORDS && !err; w++)
+				if (bpf_map_lookup_elem(fd, &w, &have[w]))
+					err = -errno;
 	}
+	for (__u32 w = 0; !err && w < XDPR_DDOS_BITS_WORDS; w++)
+		if (have[w] != want[w] && bpf_map_update_elem(fd, &w, &want[w], BPF_ANY))
+			err = -errno;
+	if (err && err != -ENOMEM)
+		seterr(x, "cannot rebuild the ban bitmap: %s", strerror(-err));
+out:
 	free(want);
+	free(have);
+	free(keys);
 	return err;
 }
 
