@@ -1211,3 +1211,59 @@ int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32
 	xdpr_bpf__destroy(skel);
 	return err;
 }
+
+/*
+ * A chunk of keys, then delete them: deleting while walking would restart
+ * the walk at every deleted key, and asking for the first key each time
+ * scans the emptied buckets again and again.
+ */
+long xdpr_map_flush(struct xdpr *x, int fd, size_t ksize, const char *what)
+{
+	enum { CHUNK = 4096 };
+	char *keys = malloc(CHUNK * ksize);
+	long total = 0;
+	size_t n;
+
+	if (!keys) {
+		seterr(x, "cannot delete %s: %s", what, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	do {
+		n = 0;
+		for (void *p = NULL; n < CHUNK && !bpf_map_get_next_key(fd, p, keys + n * ksize);
+		     p = keys + n++ * ksize)
+			;
+		if (n < CHUNK && errno != ENOENT) {
+			total = -errno;
+			seterr(x, "cannot read %s: %s", what, strerror(-total));
+			break;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (!bpf_map_delete_elem(fd, keys + i * ksize))
+				total++;
+			else if (errno != ENOENT) {
+				total = -errno;
+				seterr(x, "cannot delete %s: %s", what, strerror(-total));
+				n = 0;
+				break;
+			}
+		}
+	} while (n);
+	free(keys);
+	return total;
+}
+
+int xdpr_map_max(struct xdpr *x, int m, const char *what, __u64 *max)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(x->fd[m], &info, &len)) {
+		int err = -errno;
+
+		seterr(x, "cannot read %s: %s", what, strerror(-err));
+		return err;
+	}
+	*max = info.max_entries;
+	return 0;
+}

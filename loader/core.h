@@ -154,6 +154,10 @@ __u64 xdpr_mono_ns(void);
  * RCU read-side sections.  false: cannot tell (nohz_full).
  */
 bool xdpr_packets_settled(void);
+/* Delete every key of the map fd (keys of ksize bytes; what names them in errors): how many, or -errno. */
+long xdpr_map_flush(struct xdpr *x, int fd, size_t ksize, const char *what);
+/* The size (max_entries) of map m of x: 0, or -errno with x->err ("cannot read WHAT"). */
+int xdpr_map_max(struct xdpr *x, int m, const char *what, __u64 *max);
 int xdpr_inner_copy(struct xdpr *x, int outer, __u32 slot, const char *what, void **out,
 		    struct bpf_map_info *info);
 

@@ -207,18 +207,7 @@ int xdpr_ddos_get(struct xdpr *x, bool *on, __u64 *untracked, __u64 *hosts, __u6
 
 		*hosts = count_keys(x->fd[XM_DDOS_TO], &k, sizeof(k));
 	}
-	if (max) {
-		struct bpf_map_info info = {};
-		__u32 len = sizeof(info);
-
-		if (bpf_obj_get_info_by_fd(x->fd[XM_DDOS_TO], &info, &len)) {
-			err = -errno;
-			seterr(x, "cannot read the DDoS meter table's size: %s", strerror(-err));
-			return err;
-		}
-		*max = info.max_entries;
-	}
-	return 0;
+	return max ? xdpr_map_max(x, XM_DDOS_TO, "the DDoS meter table's size", max) : 0;
 }
 
 static void prot_key(struct xdpr_ddos_prot_key *k, int family, const void *addr, int plen)
@@ -512,57 +501,20 @@ int xdpr_ddos_ban_foreach(struct xdpr *x, int (*cb)(const struct xdpr_ddos_ban_i
 	return walk(x, x->fd[XM_DDOS_BANS], sizeof(struct xdpr_ddos_ban), "the ban table", ban_each, &w);
 }
 
-/* Delete every key of fd (keys of ksize bytes), a chunk at a time: how many, or -errno. */
-static long flush_map(struct xdpr *x, int fd, size_t ksize, const char *what)
-{
-	enum { CHUNK = 1024 };
-	char *keys = malloc(CHUNK * ksize);
-	long total = 0;
-	size_t n;
-
-	if (!keys) {
-		seterr(x, "cannot delete %s: %s", what, strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	do {
-		n = 0;
-		for (void *p = NULL; n < CHUNK && !bpf_map_get_next_key(fd, p, keys + n * ksize);
-		     p = keys + n++ * ksize)
-			;
-		if (n < CHUNK && errno != ENOENT) {
-			total = -errno;
-			seterr(x, "cannot read %s: %s", what, strerror(-total));
-			break;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (!bpf_map_delete_elem(fd, keys + i * ksize))
-				total++;
-			else if (errno != ENOENT) {
-				total = -errno;
-				seterr(x, "cannot delete %s: %s", what, strerror(-total));
-				n = 0;
-				break;
-			}
-		}
-	} while (n);
-	free(keys);
-	return total;
-}
-
 long xdpr_ddos_flush(struct xdpr *x, unsigned int what)
 {
 	long n, total = 0;
 
 	if (what & XDPR_DDOS_FLUSH_HOSTS) {
-		if ((n = flush_map(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
+		if ((n = xdpr_map_flush(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
 			return n;
 		total += n;
-		if ((n = flush_map(x, x->fd[XM_DDOS_FROM], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
+		if ((n = xdpr_map_flush(x, x->fd[XM_DDOS_FROM], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
 			return n;
 		total += n;
 	}
 	if (what & XDPR_DDOS_FLUSH_BANS) {
-		if ((n = flush_map(x, x->fd[XM_DDOS_BANS], sizeof(struct xdpr_ddos_key), "bans")) < 0)
+		if ((n = xdpr_map_flush(x, x->fd[XM_DDOS_BANS], sizeof(struct xdpr_ddos_key), "bans")) < 0)
 			return n;
 		total += n;
 		n = cfg_flag(x, XDPR_CFG_BANS, false) ?: bits_rebuild(x);
@@ -570,14 +522,14 @@ long xdpr_ddos_flush(struct xdpr *x, unsigned int what)
 			return n;
 	}
 	if (what & XDPR_DDOS_FLUSH_PROTECT) {
-		n = flush_map(x, x->fd[XM_DDOS_PROT], sizeof(struct xdpr_ddos_prot_key), "protected prefixes");
+		n = xdpr_map_flush(x, x->fd[XM_DDOS_PROT], sizeof(struct xdpr_ddos_prot_key), "protected prefixes");
 		if (n < 0)
 			return n;
 		total += n;
 		/* no prefix left: no "to" meter may stay (it would go on counting) */
 		xdpr_packets_settled();
 		if (!(what & XDPR_DDOS_FLUSH_HOSTS) &&
-		    (n = flush_map(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
+		    (n = xdpr_map_flush(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
 			return n;
 	}
 	return total;

@@ -106,43 +106,7 @@ int xdpr_flow_delete(struct xdpr *x, const struct xdpr_flow *f)
 
 long xdpr_flow_flush(struct xdpr *x)
 {
-	enum { CHUNK = 4096 };
-	struct xdpr_meter_key *keys = malloc(CHUNK * sizeof(*keys));
-	int fd = x->fd[XM_METER];
-	long total = 0;
-	size_t n;
-
-	if (!keys) {
-		seterr(x, "cannot delete metered flows: %s", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	/*
-	 * A chunk of keys, then delete them: deleting while walking would
-	 * restart the walk at every deleted key, and asking for the first key
-	 * each time scans the emptied buckets again and again.
-	 */
-	do {
-		n = 0;
-		for (void *prev = NULL; n < CHUNK && !bpf_map_get_next_key(fd, prev, &keys[n]); prev = &keys[n++])
-			;
-		if (n < CHUNK && errno != ENOENT) {
-			seterr(x, "cannot read metered flows: %s", strerror(errno));
-			total = -errno;
-			break;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (!bpf_map_delete_elem(fd, &keys[i]))
-				total++;
-			else if (errno != ENOENT) {
-				seterr(x, "cannot delete a metered flow: %s", strerror(errno));
-				n = 0;
-				total = -errno;
-				break;
-			}
-		}
-	} while (n);
-	free(keys);
-	return total;
+	return xdpr_map_flush(x, x->fd[XM_METER], sizeof(struct xdpr_meter_key), "metered flows");
 }
 
 int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample)
@@ -194,16 +158,5 @@ int xdpr_flow_get(struct xdpr *x, bool *on, __u32 *sample, __u64 *unmetered, __u
 		for (; !bpf_map_get_next_key(x->fd[XM_METER], prev, &k); prev = &k)
 			++*count;
 	}
-	if (max) {
-		struct bpf_map_info info = {};
-		__u32 len = sizeof(info);
-
-		if (bpf_obj_get_info_by_fd(x->fd[XM_METER], &info, &len)) {
-			err = -errno;
-			seterr(x, "cannot read the flow table's size: %s", strerror(-err));
-			return err;
-		}
-		*max = info.max_entries;
-	}
-	return 0;
+	return max ? xdpr_map_max(x, XM_METER, "the flow table's size", max) : 0;
 }
