@@ -116,8 +116,11 @@ int main(int argc, char **argv)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-	skel = xdpr_bpf__open_and_load();
+	skel = xdpr_bpf__open();
 	if (!skel)
+		die("cannot open xdpr_main: %s", strerror(errno));
+	bpf_map__set_max_entries(skel->maps.xdpr_ddos_slots, XDPR_DDOS_SLOTS * ncpu); /* as the loader does */
+	if (xdpr_bpf__load(skel))
 		die("cannot load xdpr_main: %s", strerror(errno));
 	devs_setup(skel);
 	prog = bpf_program__fd(skel->progs.xdpr_main);

@@ -66,10 +66,18 @@ struct {
 	__type(value, __u64);
 } xdpr_ddos_bits SEC(".maps");
 
-/* May k be banned?  Its bit in xdpr_ddos_bits (a ban sets it). */
-static __always_inline int ddos_maybe(const struct xdpr_ddos_key *k)
+/* The meters' fast table: one slot per hash, per CPU (xdpr_shared.h); the loader sizes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XDPR_DDOS_SLOTS);
+	__type(key, __u32);
+	__type(value, struct xdpr_ddos_slot);
+} xdpr_ddos_slots SEC(".maps");
+
+/* May the key of hash h be banned?  Its bit in xdpr_ddos_bits (a ban sets it). */
+static __always_inline int ddos_maybe(__u32 h)
 {
-	__u32 b = xdpr_ddos_bit(k), w = b / 64;
+	__u32 b = h & (XDPR_DDOS_BITS_WORDS * 64 - 1), w = b / 64;
 	__u64 *v = bpf_map_lookup_elem(&xdpr_ddos_bits, &w);
 
 	return v && (*v >> (b % 64) & 1);
@@ -87,23 +95,28 @@ static __always_inline int ddos_banned(const struct xdpr_ddos_key *k, __u64 now,
 	return 1;
 }
 
-/* This CPU's share of the host's meter, w packets of len bytes: 1, or 0 when it has none. */
+static __always_inline void ddos_count(struct xdpr_ddos_ctr *v, __u64 now, __u32 len, __u32 w)
+{
+	v->packets += w;
+	v->bytes += (__u64)len * w;
+	v->last_ns = now;
+}
+
+/* This CPU's share of the host's meter in a hash table, w packets of len bytes: 1, or 0 when it has none. */
 static __always_inline int ddos_add(void *map, const struct xdpr_ddos_key *k, __u64 now, __u32 len, __u32 w)
 {
 	struct xdpr_ddos_ctr *v = bpf_map_lookup_elem(map, k);
 
 	if (!v)
 		return 0;
-	v->packets += w;
-	v->bytes += (__u64)len * w;
-	v->last_ns = now;
+	ddos_count(v, now, len, w);
 	return 1;
 }
 
 /*
- * A new host's entry; when another CPU made it meanwhile, that one is
- * counted in.  0, or -1 when the table is full (the preallocated "to"
- * hash; the LRU one evicts).
+ * A new host's entry in a hash table; when another CPU made it meanwhile,
+ * that one is counted in.  0, or -1 when the table is full (the
+ * preallocated "to" hash; the LRU one evicts).
  */
 static __always_inline int ddos_insert(void *map, const struct xdpr_ddos_key *k, __u64 now, __u32 len, __u32 w)
 {
@@ -113,6 +126,64 @@ static __always_inline int ddos_insert(void *map, const struct xdpr_ddos_key *k,
 	if (err == -17 /* EEXIST */ && ddos_add(map, k, now, len, w))
 		return 0;
 	return err ? -1 : 0;
+}
+
+static __always_inline int ddos_key_eq(const struct xdpr_ddos_key *a, const struct xdpr_ddos_key *b)
+{
+	const __u32 *x = (const __u32 *)a, *y = (const __u32 *)b;
+
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4];
+}
+
+/* Is the "to" key k inside a protected prefix?  (The LPM trie: a new host's first packet only.) */
+static __always_inline int ddos_protected(const struct xdpr_ddos_key *k)
+{
+	struct xdpr_ddos_prot_key pk = { .plen = k->family == AF_INET ? 8 + 32 : 8 + 128, .family = k->family };
+
+	__builtin_memcpy(pk.addr, k->addr, 16);
+	return bpf_map_lookup_elem(&xdpr_ddos_prot, &pk) != NULL;
+}
+
+/*
+ * Count w packets of len bytes in key k's meter (hash h): this CPU's slot
+ * when k holds it or it is free (or marked not protected, or its host
+ * idle), else the hash table map.
+ * Only this CPU writes its slots (userspace clears them), so no atomics.
+ * "to" keys (to set) are metered only inside a protected prefix: a host
+ * that holds a slot or an entry is protected (deleting a prefix deletes
+ * its hosts), a new one is looked up.  1: counted; 0: not protected; -1:
+ * the hash table is full (untracked).
+ */
+static __always_inline int ddos_meter(void *map, const struct xdpr_ddos_key *k, __u32 h, int to, __u64 now,
+				      __u32 len, __u32 w)
+{
+	__u32 i = bpf_get_smp_processor_id() << XDPR_DDOS_SLOT_BITS | h >> (32 - XDPR_DDOS_SLOT_BITS);
+	struct xdpr_ddos_slot *s = bpf_map_lookup_elem(&xdpr_ddos_slots, &i);
+
+	if (s && ddos_key_eq(&s->key, k)) {
+		if (s->flags & XDPR_DDOS_SLOT_OUT)
+			return 0;
+		ddos_count(&s->ctr, now, len, w);
+		return 1;
+	}
+	/* another's (or no slot for this CPU): the hash table */
+	if (!s || (s->key.family && !(s->flags & XDPR_DDOS_SLOT_OUT) && now - s->ctr.last_ns < XDPR_DDOS_IDLE_NS)) {
+		if (ddos_add(map, k, now, len, w))
+			return 1;
+		if (to && !ddos_protected(k))
+			return 0;
+		return ddos_insert(map, k, now, len, w) ? -1 : 1;
+	}
+	__builtin_memcpy(&s->key, k, sizeof(*k));
+	if (to && !ddos_protected(k)) { /* remembered, so that its next packets skip the trie */
+		s->flags = XDPR_DDOS_SLOT_OUT;
+		return 0;
+	}
+	s->flags = 0;
+	s->ctr.packets = w;
+	s->ctr.bytes = (__u64)len * w;
+	s->ctr.last_ns = now;
+	return 1;
 }
 
 /*
@@ -125,13 +196,13 @@ static __always_inline int ddos_insert(void *map, const struct xdpr_ddos_key *k,
  */
 __noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 w)
 {
-	struct xdpr_ddos_key src = {}, dst = {};
-	struct xdpr_ddos_prot_key pk = {};
+	struct xdpr_ddos_key src __attribute__((aligned(8))) = {}, dst __attribute__((aligned(8))) = {};
 	struct xdpr_ddos_stat *st;
 	void *data, *end;
 	struct ethhdr *eth;
-	__u32 zero = 0, len;
+	__u32 zero = 0, len, hs, hd;
 	__u64 now;
+	int r;
 
 	if (!ctx)
 		return 0;
@@ -149,7 +220,6 @@ __noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 w)
 		__builtin_memcpy(dst.addr, &iph->daddr, 4);
 		src.family = dst.family = AF_INET;
 		len = bpf_ntohs(iph->tot_len);
-		pk.plen = 8 + 32;
 	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6h = (void *)(eth + 1);
 
@@ -159,14 +229,15 @@ __noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 w)
 		__builtin_memcpy(dst.addr, &ip6h->daddr, 16);
 		src.family = dst.family = AF_INET6;
 		len = sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len);
-		pk.plen = 8 + 128;
 	} else {
 		return 0;
 	}
 	src.dir = XDPR_DDOS_FROM;
 	dst.dir = XDPR_DDOS_TO;
+	hd = xdpr_ddos_hash(&dst);
+	hs = xdpr_ddos_hash(&src);
 	if (flags & XDPR_CFG_BANS) {
-		int d = ddos_maybe(&dst), s = ddos_maybe(&src);
+		int d = ddos_maybe(hd), s = ddos_maybe(hs);
 
 		if (d | s) {
 			now = bpf_ktime_get_coarse_ns();
@@ -184,20 +255,14 @@ __noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 w)
 	if (!st)
 		return 0;
 	now = bpf_ktime_get_coarse_ns();
-	/* a host with a meter is protected (meters are made for protected hosts only) */
-	if (!ddos_add(&xdpr_ddos_to, &dst, now, len, w)) {
-		pk.family = dst.family;
-		__builtin_memcpy(pk.addr, dst.addr, 16);
-		if (!bpf_map_lookup_elem(&xdpr_ddos_prot, &pk))
-			return 0;
-		if (ddos_insert(&xdpr_ddos_to, &dst, now, len, w)) {
+	r = ddos_meter(&xdpr_ddos_to, &dst, hd, 1, now, len, w);
+	if (r <= 0) {
+		if (r < 0)
 			st->untracked += w;
-			return 0;
-		}
+		return 0;
 	}
 	st->metered += w;
-	if (!ddos_add(&xdpr_ddos_from, &src, now, len, w))
-		ddos_insert(&xdpr_ddos_from, &src, now, len, w);
+	ddos_meter(&xdpr_ddos_from, &src, hs, 0, now, len, w);
 	return 0;
 }
 

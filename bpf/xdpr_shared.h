@@ -1022,7 +1022,9 @@ struct xdpr_ddos_stat {
  * cleared by rewriting each word from the bans that remain.
  */
 #define XDPR_DDOS_BITS_WORDS 16384 /* 2^20 bits, 128 KiB: 1,000 bans leave a 0.1% chance of a needless lookup */
-static inline __u32 xdpr_ddos_bit(const struct xdpr_ddos_key *k)
+
+/* The key's hash: its low 20 bits are its ban bit, its high bits its meter slot. */
+static inline __u32 xdpr_ddos_hash(const struct xdpr_ddos_key *k)
 {
 	const __u32 *w = (const __u32 *)k->addr;
 	__u32 h = (w[0] * 0x9e3779b1u) ^ (w[1] * 0x85ebca77u) ^ (w[2] * 0xc2b2ae3du) ^ (w[3] * 0x27d4eb2fu) ^
@@ -1031,13 +1033,53 @@ static inline __u32 xdpr_ddos_bit(const struct xdpr_ddos_key *k)
 	h ^= h >> 15;
 	h *= 0x2c1b3c6du;
 	h ^= h >> 13;
-	return h & (XDPR_DDOS_BITS_WORDS * 64 - 1);
+	return h;
+}
+
+static inline __u32 xdpr_ddos_bit(const struct xdpr_ddos_key *k)
+{
+	return xdpr_ddos_hash(k) & (XDPR_DDOS_BITS_WORDS * 64 - 1);
+}
+
+/*
+ * xdpr_ddos_slots: the meters' fast table, an ARRAY of 2^XDPR_DDOS_SLOT_BITS
+ * slots for each CPU (CPU c's slot i at c * XDPR_DDOS_SLOTS + i; the loader
+ * sizes it for every possible CPU, and a CPU beyond its end meters in the
+ * hash tables), each slot holding one host (any direction) whose hash's top
+ * bits are i.  A packet's meter is one array read (inlined: no hashing by
+ * the kernel, no per-CPU allocator behind it) and a compare.  A CPU's slot is
+ * taken by the first host to need it, or when its host has been idle for
+ * XDPR_DDOS_IDLE_NS; a host whose slot another holds is metered in the hash
+ * tables (xdpr_ddos_to, xdpr_ddos_from) instead.  So one host may have a
+ * share in slots of several CPUs and in a hash table: userspace sums them
+ * all by key.  key.family 0: the slot is free.  A destination found not
+ * protected leaves its key with XDPR_DDOS_SLOT_OUT, so that its next
+ * packets skip the LPM trie; such a slot counts nothing, is free for any
+ * host, and is cleared when a prefix covering it is protected.
+ */
+#define XDPR_MAP_DDOS_SLOTS "xdpr_ddos_slots"
+#define XDPR_DDOS_SLOT_BITS 16
+#define XDPR_DDOS_SLOTS     (1u << XDPR_DDOS_SLOT_BITS)
+#define XDPR_DDOS_IDLE_NS   (60ULL * 1000000000ULL) /* a slot's host idle this long may be replaced */
+
+#define XDPR_DDOS_SLOT_OUT 1u /* xdpr_ddos_slot.flags: key is a "to" key not protected */
+
+struct xdpr_ddos_slot {
+	struct xdpr_ddos_key key;
+	__u32 flags;        /* XDPR_DDOS_SLOT_* */
+	struct xdpr_ddos_ctr ctr;
+};
+
+static inline __u32 xdpr_ddos_slot_of(const struct xdpr_ddos_key *k)
+{
+	return xdpr_ddos_hash(k) >> (32 - XDPR_DDOS_SLOT_BITS);
 }
 
 _Static_assert(sizeof(struct xdpr_ddos_key) == 20, "xdpr_ddos_key layout");
 _Static_assert(sizeof(struct xdpr_ddos_prot_key) == 24, "xdpr_ddos_prot_key layout");
 _Static_assert(sizeof(struct xdpr_ddos_ctr) == 24, "xdpr_ddos_ctr layout");
 _Static_assert(sizeof(struct xdpr_ddos_ban) == 56, "xdpr_ddos_ban layout");
+_Static_assert(sizeof(struct xdpr_ddos_slot) == 48, "xdpr_ddos_slot layout");
 
 /* ---- NAT event log (bpf/natlog.h, loader/natlog.c; xdprd exports it as IPFIX NAT events) ----
  *

@@ -53,6 +53,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_DDOS_PROT] = XDPR_MAP_DDOS_PROT, [XM_DDOS_TO] = XDPR_MAP_DDOS_TO,
 	[XM_DDOS_FROM] = XDPR_MAP_DDOS_FROM, [XM_DDOS_BANS] = XDPR_MAP_DDOS_BANS,
 	[XM_DDOS_STATS] = XDPR_MAP_DDOS_STATS, [XM_DDOS_BITS] = XDPR_MAP_DDOS_BITS,
+	[XM_DDOS_SLOTS] = XDPR_MAP_DDOS_SLOTS,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 	[XM_SLOTS] = "xdpr_slot_names",
 	[XM_NATLOG] = XDPR_MAP_NATLOG,
@@ -1042,6 +1043,7 @@ int xdpr_create_maps(struct xdpr *x)
 	}
 	meter_size(skel);
 	bpf_map__set_max_entries(skel->maps.xdpr_natlog, XDPR_NATLOG_BYTES);
+	bpf_map__set_max_entries(skel->maps.xdpr_ddos_slots, XDPR_DDOS_SLOTS * (xdpr_ncpus() > 0 ? xdpr_ncpus() : 1));
 	bpf_object__for_each_map(m, skel->obj) {
 		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));
 		struct bpf_map *inner = bpf_map__inner_map(m);

@@ -37,6 +37,12 @@ static int alen(int family)
 	return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
 }
 
+static long meters_count(struct xdpr *x, int dir);
+#define SLOTS_HOSTS 1u /* slots_clear: the slots of metered hosts */
+#define SLOTS_OUT   2u /* slots_clear: the slots marked XDPR_DDOS_SLOT_OUT */
+static long slots_clear(struct xdpr *x, unsigned int which,
+			bool (*match)(const struct xdpr_ddos_key *k, const void *arg), const void *arg);
+
 static int cfg_flag(struct xdpr *x, __u32 flag, bool on)
 {
 	struct xdpr_cfg c;
@@ -148,18 +154,6 @@ out:
 	return err;
 }
 
-static long count_keys(int fd, void *k, size_t ksize)
-{
-	char prev[64];
-	long n = 0;
-
-	if (ksize > sizeof(prev))
-		return -EINVAL;
-	for (void *p = NULL; !bpf_map_get_next_key(fd, p, k); p = prev, n++)
-		memcpy(prev, k, ksize);
-	return n;
-}
-
 int xdpr_ddos_stats(struct xdpr *x, struct xdpr_ddos_stats *s)
 {
 	int ncpu = xdpr_ncpus(), err = 0;
@@ -203,11 +197,18 @@ int xdpr_ddos_get(struct xdpr *x, bool *on, __u64 *untracked, __u64 *hosts, __u6
 		*untracked = s.untracked;
 	}
 	if (hosts) {
-		struct xdpr_ddos_key k;
+		long n = meters_count(x, XDPR_DDOS_TO);
 
-		*hosts = count_keys(x->fd[XM_DDOS_TO], &k, sizeof(k));
+		if (n < 0)
+			return n;
+		*hosts = n;
 	}
-	return max ? xdpr_map_max(x, XM_DDOS_TO, "the DDoS meter table's size", max) : 0;
+	if (max) {
+		err = xdpr_map_max(x, XM_DDOS_TO, "the DDoS meter table's size", max);
+		if (!err)
+			*max += XDPR_DDOS_SLOTS;
+	}
+	return err;
 }
 
 static void prot_key(struct xdpr_ddos_prot_key *k, int family, const void *addr, int plen)
@@ -226,29 +227,65 @@ static bool in_prefix(const __u8 *a, const __u8 *net, int plen)
 	return true;
 }
 
+struct prefix {
+	int family, plen;
+	const __u8 *net;
+};
+
+static bool to_in_prefix(const struct xdpr_ddos_key *k, const void *arg)
+{
+	const struct prefix *p = arg;
+
+	return k->dir == XDPR_DDOS_TO && k->family == p->family && in_prefix(k->addr, p->net, p->plen);
+}
+
 /*
- * The "to" meters of hosts in family's net/plen, deleted: the datapath
- * counts a host that has a meter without asking whether it is protected.
- * Once packets in flight settled, so that none that found the prefix
- * before it went makes a meter after the walk.  0 or -errno.
+ * The "to" meters of hosts in family's net/plen, deleted (slots and hash):
+ * the datapath counts a host that has a meter without asking whether it is
+ * protected.  Once packets in flight settled, so that none that found the
+ * prefix before it went makes a meter after the walk.  0 or -errno.
  */
 static int unmeter(struct xdpr *x, int family, const __u8 *net, int plen)
 {
+	struct prefix p = { family, plen, net };
 	struct xdpr_ddos_key k, next;
 	int fd = x->fd[XM_DDOS_TO], more;
+	long n;
 
 	xdpr_packets_settled();
 	more = !bpf_map_get_next_key(fd, NULL, &k);
 	while (more) {
 		more = !bpf_map_get_next_key(fd, &k, &next);
-		if (k.family == family && in_prefix(k.addr, net, plen) && bpf_map_delete_elem(fd, &k) &&
-		    errno != ENOENT) {
+		if (to_in_prefix(&k, &p) && bpf_map_delete_elem(fd, &k) && errno != ENOENT) {
 			seterr(x, "cannot delete a DDoS meter: %s", strerror(errno));
 			return -errno;
 		}
 		k = next;
 	}
-	return 0;
+	n = slots_clear(x, SLOTS_HOSTS, to_in_prefix, &p);
+	return n < 0 ? (int)n : 0;
+}
+
+static bool out_in_prefix(const struct xdpr_ddos_key *k, const void *arg)
+{
+	const struct prefix *p = arg;
+
+	return k->family == p->family && in_prefix(k->addr, p->net, p->plen);
+}
+
+/*
+ * A prefix now protected: the slots that mark its hosts not protected,
+ * cleared once packets in flight settled (so that none that missed the
+ * prefix marks a slot after the walk).  0 or -errno.
+ */
+static int unmark(struct xdpr *x, int family, const __u8 *net, int plen)
+{
+	struct prefix p = { family, plen, net };
+	long n;
+
+	xdpr_packets_settled();
+	n = slots_clear(x, SLOTS_OUT, out_in_prefix, &p);
+	return n < 0 ? (int)n : 0;
 }
 
 int xdpr_ddos_protect(struct xdpr *x, int family, const void *addr, int plen, bool add)
@@ -286,7 +323,7 @@ int xdpr_ddos_protect(struct xdpr *x, int family, const void *addr, int plen, bo
 			       strerror(-err));
 		return err == -E2BIG ? -ENOSPC : err;
 	}
-	return add ? 0 : unmeter(x, family, addr, plen);
+	return add ? unmark(x, family, addr, plen) : unmeter(x, family, addr, plen);
 }
 
 int xdpr_ddos_protect_foreach(struct xdpr *x, int (*cb)(int family, const void *addr, int plen, void *arg),
@@ -346,34 +383,275 @@ static int walk(struct xdpr *x, int fd, size_t vsize, const char *what,
 	return err;
 }
 
-struct host_walk {
-	int (*cb)(const struct xdpr_ddos_host *h, void *arg);
-	void *arg;
+/* ---- the meters: slots of every CPU (the fast table) and the two hash tables, summed by key ---- */
+
+struct rows {
+	struct xdpr_ddos_host *h;
+	size_t n, cap;
 };
 
-static int host_each(const struct xdpr_ddos_key *k, const void *v, int ncpu, void *ctx)
+static int row_add(struct rows *r, const struct xdpr_ddos_key *k, const struct xdpr_ddos_ctr *c)
+{
+	struct xdpr_ddos_host *h;
+
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 1024;
+		struct xdpr_ddos_host *n = realloc(r->h, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		r->h = n;
+		r->cap = cap;
+	}
+	h = &r->h[r->n++];
+	memset(h, 0, sizeof(*h));
+	h->family = k->family;
+	h->dir = k->dir;
+	memcpy(h->addr, k->addr, sizeof(h->addr));
+	h->packets = c->packets;
+	h->bytes = c->bytes;
+	h->last_ns = c->last_ns;
+	return 0;
+}
+
+/*
+ * Every CPU's slots (CPU c's slot i at c * XDPR_DDOS_SLOTS + i) into a new
+ * array the caller frees: in batches where the kernel can, one by one where
+ * not.  NULL with x->err.
+ */
+static struct xdpr_ddos_slot *slots_read(struct xdpr *x, int ncpu)
+{
+	__u32 total = (__u32)ncpu * XDPR_DDOS_SLOTS, batch = 0, done = 0;
+	struct xdpr_ddos_slot *v = malloc((size_t)total * sizeof(*v));
+	__u32 *keys = malloc((size_t)total * sizeof(*keys));
+	int fd = x->fd[XM_DDOS_SLOTS], err = 0;
+
+	if (!v || !keys) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (done < total) {
+		__u32 n = total - done;
+		int r = bpf_map_lookup_batch(fd, done ? &batch : NULL, &batch, keys + done, v + done, &n, NULL);
+
+		done += n;
+		if (r && errno == ENOENT)
+			break;
+		if (r) { /* no batches here: one by one */
+			for (__u32 i = done; i < total && !err; i++)
+				if (bpf_map_lookup_elem(fd, &i, &v[i]))
+					err = -errno;
+			done = total;
+		}
+	}
+	if (!err && done != total)
+		err = -EIO;
+out:
+	free(keys);
+	if (err) {
+		seterr(x, "cannot read the DDoS meter slots: %s", strerror(-err));
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct xdpr_ddos_host *x = a, *y = b;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	if (x->family != y->family)
+		return x->family < y->family ? -1 : 1;
+	return memcmp(x->addr, y->addr, sizeof(x->addr));
+}
+
+static int hash_rows(const struct xdpr_ddos_key *k, const void *v, int ncpu, void *ctx)
 {
 	const struct xdpr_ddos_ctr *c = v;
-	struct host_walk *w = ctx;
-	struct xdpr_ddos_host h = { .family = k->family, .dir = k->dir };
+	struct xdpr_ddos_ctr sum = {};
 
-	memcpy(h.addr, k->addr, sizeof(h.addr));
 	for (int i = 0; i < ncpu; i++) {
-		h.packets += c[i].packets;
-		h.bytes += c[i].bytes;
-		if (c[i].last_ns > h.last_ns)
-			h.last_ns = c[i].last_ns;
+		sum.packets += c[i].packets;
+		sum.bytes += c[i].bytes;
+		if (c[i].last_ns > sum.last_ns)
+			sum.last_ns = c[i].last_ns;
 	}
-	return h.packets ? w->cb(&h, w->arg) : 0;
+	return row_add(ctx, k, &sum);
+}
+
+/*
+ * Every host with a meter (those without packets too), its shares in the
+ * slots of every CPU and in the hash tables summed, sorted "to" first:
+ * r->h (the caller frees it).  0 or -errno with x->err.
+ */
+static int meters_collect(struct xdpr *x, struct rows *r)
+{
+	int ncpu = xdpr_ncpus(), err;
+	struct xdpr_ddos_slot *v;
+	size_t out = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (ncpu <= 0) {
+		seterr(x, "cannot count CPUs: %s", strerror(ncpu ? -ncpu : EINVAL));
+		return ncpu ? ncpu : -EINVAL;
+	}
+	v = slots_read(x, ncpu);
+	if (!v)
+		return -EIO;
+	err = 0;
+	for (size_t i = 0; i < (size_t)XDPR_DDOS_SLOTS * ncpu && !err; i++)
+		if (v[i].key.family && !(v[i].flags & XDPR_DDOS_SLOT_OUT))
+			err = row_add(r, &v[i].key, &v[i].ctr);
+	free(v);
+	if (err) {
+		seterr(x, "cannot read the DDoS meters: %s", strerror(-err));
+		goto fail;
+	}
+	err = walk(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_ctr), "DDoS meters", hash_rows, r);
+	if (!err)
+		err = walk(x, x->fd[XM_DDOS_FROM], sizeof(struct xdpr_ddos_ctr), "DDoS meters", hash_rows, r);
+	if (err)
+		goto fail;
+	if (r->n)
+		qsort(r->h, r->n, sizeof(*r->h), row_cmp);
+	for (size_t i = 0; i < r->n; i++) {
+		struct xdpr_ddos_host *o = &r->h[out], *h = &r->h[i];
+
+		if (out && !row_cmp(&r->h[out - 1], h)) {
+			o = &r->h[out - 1];
+			o->packets += h->packets;
+			o->bytes += h->bytes;
+			if (h->last_ns > o->last_ns)
+				o->last_ns = h->last_ns;
+			continue;
+		}
+		if (o != h)
+			*o = *h;
+		out++;
+	}
+	r->n = out;
+	return 0;
+fail:
+	free(r->h);
+	r->h = NULL;
+	r->n = 0;
+	return err;
 }
 
 int xdpr_ddos_host_foreach(struct xdpr *x, int (*cb)(const struct xdpr_ddos_host *h, void *arg), void *arg)
 {
-	struct host_walk w = { cb, arg };
-	int err = walk(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_ctr), "DDoS meters", host_each, &w);
+	struct rows r;
+	int err = meters_collect(x, &r);
 
-	return err ? err : walk(x, x->fd[XM_DDOS_FROM], sizeof(struct xdpr_ddos_ctr), "DDoS meters",
-				host_each, &w);
+	for (size_t i = 0; !err && i < r.n; i++)
+		if (r.h[i].packets)
+			err = cb(&r.h[i], arg);
+	free(r.h);
+	return err;
+}
+
+/* Hosts with a meter (without packets too) in direction dir (-1: both), or -errno with x->err. */
+static long meters_count(struct xdpr *x, int dir)
+{
+	struct rows r;
+	long n = 0;
+	int err = meters_collect(x, &r);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < r.n; i++)
+		n += dir < 0 || r.h[i].dir == dir;
+	free(r.h);
+	return n;
+}
+
+static int slot_write(struct xdpr *x, __u32 i, const struct xdpr_ddos_slot *v)
+{
+	if (!bpf_map_update_elem(x->fd[XM_DDOS_SLOTS], &i, v, BPF_ANY))
+		return 0;
+	seterr(x, "cannot clear a DDoS meter slot: %s", strerror(errno));
+	return -errno;
+}
+
+/*
+ * Clear slot i of every CPU where k holds it.  Each CPU's slot is its own
+ * array entry: a write cannot undo another CPU's counting; a packet of k
+ * counted on that CPU in the same microsecond may be lost with the rest.
+ * How many CPUs' slots were cleared, or -errno with x->err.
+ */
+static long slot_clear(struct xdpr *x, __u32 i, const struct xdpr_ddos_key *k, int ncpu)
+{
+	static const struct xdpr_ddos_slot zero;
+	struct xdpr_ddos_slot v;
+	long n = 0;
+
+	for (int c = 0; c < ncpu; c++) {
+		__u32 e = (__u32)c * XDPR_DDOS_SLOTS + i;
+
+		if (bpf_map_lookup_elem(x->fd[XM_DDOS_SLOTS], &e, &v)) {
+			seterr(x, "cannot read a DDoS meter slot: %s", strerror(errno));
+			return -errno;
+		}
+		if (!v.key.family || (v.flags & XDPR_DDOS_SLOT_OUT) || memcmp(&v.key, k, sizeof(*k)))
+			continue;
+		if (slot_write(x, e, &zero))
+			return -errno;
+		n++;
+	}
+	return n;
+}
+
+static bool slot_match(const struct xdpr_ddos_slot *s, unsigned int which,
+		       bool (*match)(const struct xdpr_ddos_key *k, const void *arg), const void *arg)
+{
+	if (!s->key.family || !(which & (s->flags & XDPR_DDOS_SLOT_OUT ? SLOTS_OUT : SLOTS_HOSTS)))
+		return false;
+	return !match || match(&s->key, arg);
+}
+
+/*
+ * Clear every CPU's slots of the kinds in which (SLOTS_HOSTS, SLOTS_OUT)
+ * whose key match accepts (match NULL: all), in one read, as slot_clear
+ * does: how many metered hosts (one held by several CPUs counted once), or
+ * -errno with x->err.
+ */
+static long slots_clear(struct xdpr *x, unsigned int which,
+			bool (*match)(const struct xdpr_ddos_key *k, const void *arg), const void *arg)
+{
+	static const struct xdpr_ddos_slot zero;
+	int ncpu = xdpr_ncpus();
+	struct xdpr_ddos_slot *v;
+	long hosts = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	v = slots_read(x, ncpu);
+	if (!v)
+		return -EIO;
+	for (__u32 i = 0; i < XDPR_DDOS_SLOTS; i++) {
+		for (int c = 0; c < ncpu; c++) {
+			__u32 e = (__u32)c * XDPR_DDOS_SLOTS + i;
+			bool seen = v[e].flags & XDPR_DDOS_SLOT_OUT;
+
+			if (!slot_match(&v[e], which, match, arg))
+				continue;
+			for (int d = 0; d < c && !seen; d++) {
+				const struct xdpr_ddos_slot *o = &v[(size_t)d * XDPR_DDOS_SLOTS + i];
+
+				seen = slot_match(o, which & SLOTS_HOSTS, match, arg) &&
+				       !memcmp(&o->key, &v[e].key, sizeof(o->key));
+			}
+			hosts += !seen;
+			if (slot_write(x, e, &zero)) {
+				free(v);
+				return -errno;
+			}
+		}
+	}
+	free(v);
+	return hosts;
 }
 
 static void ban_key(struct xdpr_ddos_key *k, int family, int dir, const void *addr)
@@ -386,17 +664,44 @@ static void ban_key(struct xdpr_ddos_key *k, int family, int dir, const void *ad
 
 int xdpr_ddos_host_delete(struct xdpr *x, const struct xdpr_ddos_host *h)
 {
+	int ncpu = xdpr_ncpus(), err = 0;
 	struct xdpr_ddos_key k;
+	long n;
 
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
 	ban_key(&k, h->family, h->dir, h->addr);
 	if (bpf_map_delete_elem(x->fd[h->dir == XDPR_DDOS_TO ? XM_DDOS_TO : XM_DDOS_FROM], &k)) {
-		int err = -errno;
-
-		if (err != -ENOENT)
+		err = -errno;
+		if (err != -ENOENT) {
 			seterr(x, "cannot delete a DDoS meter: %s", strerror(-err));
-		return err;
+			return err;
+		}
 	}
-	return 0;
+	n = slot_clear(x, xdpr_ddos_slot_of(&k), &k, ncpu);
+	if (n < 0)
+		return n;
+	return n ? 0 : err;
+}
+
+/*
+ * Write a ban.  The ban table is not preallocated: the kernel takes a new
+ * entry's per-CPU value from a cache it refills from the per-CPU allocator
+ * without sleeping, which can fail for a moment after other per-CPU maps
+ * came and went (bench/run saw ENOMEM on the 1,000 bans of a fresh router).
+ * ENOMEM is tried again for up to 200 ms, while the allocator repopulates.
+ */
+static int ban_write(int fd, const struct xdpr_ddos_key *k, const struct xdpr_ddos_ban *v)
+{
+	struct timespec pause = { 0, 2000000 };
+
+	for (int i = 0;; i++) {
+		if (!bpf_map_update_elem(fd, k, v, BPF_ANY))
+			return 0;
+		if (errno != ENOMEM || i == 100)
+			return -1;
+		nanosleep(&pause, NULL);
+	}
 }
 
 int xdpr_ddos_ban(struct xdpr *x, const struct xdpr_ddos_ban_info *b)
@@ -433,7 +738,7 @@ int xdpr_ddos_ban(struct xdpr *x, const struct xdpr_ddos_ban_info *b)
 	err = cfg_flag(x, XDPR_CFG_BANS, true);
 	if (!err)
 		err = bit_set(x, &k);
-	if (!err && bpf_map_update_elem(fd, &k, v, BPF_ANY)) {
+	if (!err && ban_write(fd, &k, v)) {
 		err = -errno;
 		if (err == -E2BIG || err == -ENOSPC) {
 			seterr(x, "cannot ban: the ban table is full (%d)", XDPR_DDOS_BAN_MAX);
@@ -501,17 +806,26 @@ int xdpr_ddos_ban_foreach(struct xdpr *x, int (*cb)(const struct xdpr_ddos_ban_i
 	return walk(x, x->fd[XM_DDOS_BANS], sizeof(struct xdpr_ddos_ban), "the ban table", ban_each, &w);
 }
 
+static bool is_to(const struct xdpr_ddos_key *k, const void *arg)
+{
+	(void)arg;
+	return k->dir == XDPR_DDOS_TO;
+}
+
 long xdpr_ddos_flush(struct xdpr *x, unsigned int what)
 {
 	long n, total = 0;
 
-	if (what & XDPR_DDOS_FLUSH_HOSTS) {
-		if ((n = xdpr_map_flush(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
+	if (what & XDPR_DDOS_FLUSH_HOSTS) { /* the hosts as meters_collect counts them, then each table */
+		long hosts = meters_count(x, -1);
+
+		if (hosts < 0)
+			return hosts;
+		if ((n = xdpr_map_flush(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0 ||
+		    (n = xdpr_map_flush(x, x->fd[XM_DDOS_FROM], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0 ||
+		    (n = slots_clear(x, SLOTS_HOSTS | SLOTS_OUT, NULL, NULL)) < 0)
 			return n;
-		total += n;
-		if ((n = xdpr_map_flush(x, x->fd[XM_DDOS_FROM], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
-			return n;
-		total += n;
+		total += hosts;
 	}
 	if (what & XDPR_DDOS_FLUSH_BANS) {
 		if ((n = xdpr_map_flush(x, x->fd[XM_DDOS_BANS], sizeof(struct xdpr_ddos_key), "bans")) < 0)
@@ -529,7 +843,8 @@ long xdpr_ddos_flush(struct xdpr *x, unsigned int what)
 		/* no prefix left: no "to" meter may stay (it would go on counting) */
 		xdpr_packets_settled();
 		if (!(what & XDPR_DDOS_FLUSH_HOSTS) &&
-		    (n = xdpr_map_flush(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0)
+		    ((n = xdpr_map_flush(x, x->fd[XM_DDOS_TO], sizeof(struct xdpr_ddos_key), "DDoS meters")) < 0 ||
+		     (n = slots_clear(x, SLOTS_HOSTS, is_to, NULL)) < 0))
 			return n;
 	}
 	return total;

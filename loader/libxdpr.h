@@ -89,7 +89,7 @@ enum xdpr_map {
 	XM_NPT, XM_NPT_STATS,
 	XM_BINAT, XM_BINAT_IN, XM_BINAT_OUT, XM_BINAT_ST,
 	XM_METER, XM_METER_PC,
-	XM_DDOS_PROT, XM_DDOS_TO, XM_DDOS_FROM, XM_DDOS_BANS, XM_DDOS_STATS, XM_DDOS_BITS,
+	XM_DDOS_PROT, XM_DDOS_TO, XM_DDOS_FROM, XM_DDOS_BANS, XM_DDOS_STATS, XM_DDOS_BITS, XM_DDOS_SLOTS,
 	XM_NATLOG,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
@@ -689,8 +689,9 @@ int xdpr_ddos_set_sample(struct xdpr *x, __u32 n);
 int xdpr_ddos_get_sample(struct xdpr *x, __u32 *n);
 /*
  * Any pointer may be NULL: on; untracked, packets to protected hosts that
- * found the "to" table full (summed, since load); hosts, "to" meters in
- * the table now; max, its size.
+ * found their slot another's and the "to" table full (summed, since load);
+ * hosts, "to" hosts metered now (in slots or the table); max, the room for
+ * them: XDPR_DDOS_SLOTS slot values and the table's size.
  */
 int xdpr_ddos_get(struct xdpr *x, bool *on, __u64 *untracked, __u64 *hosts, __u64 *max);
 int xdpr_ddos_stats(struct xdpr *x, struct xdpr_ddos_stats *s);

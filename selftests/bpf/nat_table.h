@@ -945,8 +945,12 @@ static int table_init(void)
 	int probe;
 
 	setup_netns();
-	skel = xdpr_bpf__open_and_load();
+	skel = xdpr_bpf__open();
 	if (!skel)
+		die("cannot open the XDP program: %s", strerror(errno));
+	/* as xdpr_create_maps sizes it: every CPU's slots */
+	bpf_map__set_max_entries(skel->maps.xdpr_ddos_slots, XDPR_DDOS_SLOTS * libbpf_num_possible_cpus());
+	if (xdpr_bpf__load(skel))
 		die("cannot load the XDP program: %s", strerror(errno));
 	prog_fd = bpf_program__fd(skel->progs.xdpr_main);
 	gc_fd = bpf_program__fd(skel->progs.xdpr_nat_gc);

@@ -285,6 +285,8 @@ static bool t_prefixes(void)
 	int err;
 
 	start(true);
+	if (!pin_cpu(0)) /* one CPU's slots: 10.0.2.2's marks it not protected */
+		die("cannot pin to CPU 0: %s", strerror(errno));
 	protect(AF_INET, REM3, 32);
 	ok &= fwd4("to 10.0.2.2, not in 10.0.2.3/32", "r0", "r1", &a);
 	ok &= fwd4("to 10.0.2.3, in 10.0.2.3/32", "r0", "r1", &b);
@@ -309,6 +311,17 @@ static bool t_prefixes(void)
 	ok &= expect(!host_of(&r, AF_INET, XDPR_DDOS_TO, REM3), "10.0.2.3 metered after its prefix went");
 	err = xdpr_ddos_protect(&lib, AF_INET, addr, 32, false);
 	ok &= expect(err == -ENOENT && strstr(lib.err, "not protected"), "delete again: %d \"%s\"", err, lib.err);
+	/* 10.0.2.2's slot says "not protected" since its first packet: protecting it must clear that */
+	ok &= fwd4("to 10.0.2.2 again, still not protected", "r0", "r1", &a);
+	r = hosts(); /* only the packet to 10.0.2.3 while it was protected counted its source */
+	ok &= host_is("source of the protected one only", &r, AF_INET, XDPR_DDOS_FROM, IN2, 1, ip4_len(&b));
+	ok &= expect(r.n == 1, "%d meters after packets to unprotected hosts, expected 1", r.n);
+	protect(AF_INET, REM, 32);
+	ok &= fwd4("to 10.0.2.2, now in 10.0.2.2/32", "r0", "r1", &a);
+	r = hosts();
+	ok &= host_is("protected after its slot was marked", &r, AF_INET, XDPR_DDOS_TO, REM, 1, ip4_len(&a));
+	addr_of(AF_INET, REM, addr);
+	ok &= expect(!xdpr_ddos_protect(&lib, AF_INET, addr, 32, false), "delete 10.0.2.2/32: %s", lib.err);
 	xdpr_ddos_flush(&lib, XDPR_DDOS_FLUSH_HOSTS);
 	protect(AF_INET, "0.0.0.0", 0);
 	ok &= fwd4("to 10.0.2.2 under 0/0", "r0", "r1", &a);
@@ -420,10 +433,11 @@ static bool t_v6(void)
 static bool t_two_cpus(void)
 {
 	struct pkt k = { .src = IN3, .dst = REM3, .sport = 7000, .dport = 7001 };
-	struct xdpr_ddos_ctr *v = calloc(ncpus, sizeof(*v));
+	struct xdpr_ddos_slot *v = calloc(ncpus, sizeof(*v));
 	struct xdpr_ddos_key key = { .family = AF_INET, .dir = XDPR_DDOS_TO };
 	struct hosts r;
 	bool ok = true;
+	__u32 i;
 
 	if (!v)
 		die("out of memory");
@@ -437,12 +451,141 @@ static bool t_two_cpus(void)
 	}
 	pin_cpu(0);
 	addr_of(AF_INET, REM3, key.addr);
-	ok &= expect(!bpf_map_lookup_elem(lib.fd[XM_DDOS_TO], &key, v) && v[0].packets == 1 && v[1].packets == 3,
-		     "per CPU: %llu and %llu packets, expected 1 and 3", (unsigned long long)v[0].packets,
-		     (unsigned long long)v[1].packets);
+	i = xdpr_ddos_slot_of(&key);
+	for (int c = 0; c < 2; c++) {
+		__u32 e = c * XDPR_DDOS_SLOTS + i;
+
+		if (bpf_map_lookup_elem(lib.fd[XM_DDOS_SLOTS], &e, &v[c]))
+			die("cannot read DDoS slot %u: %s", e, strerror(errno));
+	}
+	ok &= expect(!memcmp(&v[0].key, &key, sizeof(key)) && !memcmp(&v[1].key, &key, sizeof(key)) &&
+		     v[0].ctr.packets == 1 && v[1].ctr.packets == 3,
+		     "per CPU, slot %u: %llu and %llu packets, expected 1 and 3", i,
+		     (unsigned long long)v[0].ctr.packets, (unsigned long long)v[1].ctr.packets);
 	r = hosts();
 	ok &= host_is("summed", &r, AF_INET, XDPR_DDOS_TO, REM3, 4, 4ULL * ip4_len(&k));
 	free(v);
+	return ok;
+}
+
+/*
+ * Put a host nobody sends to (another address of the same slot) in the
+ * slot of addr's dir meter on every CPU, last seen at last_ns; its key.
+ */
+static struct xdpr_ddos_key hold_slot(int family, int dir, const char *addr, __u64 last_ns)
+{
+	struct xdpr_ddos_key k = { .family = family, .dir = dir }, o = k;
+	struct xdpr_ddos_slot v = {};
+	int alen = family == AF_INET ? 4 : 16;
+	__u32 i;
+
+	addr_of(family, addr, k.addr);
+	i = xdpr_ddos_slot_of(&k);
+	o = k;
+	for (__u32 n = 1; n; n++) { /* another host of the same slot */
+		memcpy(o.addr + alen - 4, &n, 4);
+		if (xdpr_ddos_slot_of(&o) == i && memcmp(&o, &k, sizeof(k)))
+			break;
+	}
+	v.key = o;
+	v.ctr.last_ns = last_ns;
+	for (int c = 0; c < ncpus; c++) {
+		__u32 e = c * XDPR_DDOS_SLOTS + i;
+
+		if (bpf_map_update_elem(lib.fd[XM_DDOS_SLOTS], &e, &v, BPF_ANY))
+			die("cannot write DDoS slot %u: %s", e, strerror(errno));
+	}
+	return o;
+}
+
+/* This CPU's (0's) share of addr's meter in dir in its slot: packets, 0 when the slot is another's. */
+static __u64 slot_packets(int family, int dir, const char *addr)
+{
+	struct xdpr_ddos_key k = { .family = family, .dir = dir };
+	struct xdpr_ddos_slot v;
+	__u32 i;
+
+	addr_of(family, addr, k.addr);
+	i = xdpr_ddos_slot_of(&k); /* CPU 0's */
+	if (bpf_map_lookup_elem(lib.fd[XM_DDOS_SLOTS], &i, &v))
+		die("cannot read DDoS slot %u: %s", i, strerror(errno));
+	return memcmp(&v.key, &k, sizeof(k)) ? 0 : v.ctr.packets;
+}
+
+/* addr's dir meter in its hash table (CPU 0's share): packets, 0 when it has none. */
+static __u64 hash_packets(int family, int dir, const char *addr)
+{
+	struct xdpr_ddos_key k = { .family = family, .dir = dir };
+	struct xdpr_ddos_ctr *v = calloc(ncpus, sizeof(*v));
+	__u64 n = 0;
+
+	if (!v)
+		die("out of memory");
+	addr_of(family, addr, k.addr);
+	if (!bpf_map_lookup_elem(lib.fd[dir == XDPR_DDOS_TO ? XM_DDOS_TO : XM_DDOS_FROM], &k, v))
+		n = v[0].packets;
+	free(v);
+	return n;
+}
+
+/*
+ * The slots: a host whose slot another live host holds is metered in the
+ * hash table; when that host has been idle for XDPR_DDOS_IDLE_NS the slot
+ * is taken over; the loader sums slot and hash; delete and protect del
+ * clear both.
+ */
+static bool t_slots(void)
+{
+	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	struct xdpr_ddos_host h = { .family = AF_INET, .dir = XDPR_DDOS_TO };
+	struct hosts r;
+	bool ok = true;
+	__u8 net[16];
+
+	start(true);
+	protect(AF_INET, "10.0.2.0", 24);
+	if (!pin_cpu(0))
+		die("cannot pin to CPU 0: %s", strerror(errno));
+	hold_slot(AF_INET, XDPR_DDOS_TO, REM, xdpr_ddos_now_ns());
+	hold_slot(AF_INET, XDPR_DDOS_FROM, IN2, xdpr_ddos_now_ns());
+	for (int i = 0; i < 3; i++)
+		ok &= fwd4("to 10.0.2.2, its slots held", "r0", "r1", &k);
+	ok &= expect(hash_packets(AF_INET, XDPR_DDOS_TO, REM) == 3 && !slot_packets(AF_INET, XDPR_DDOS_TO, REM),
+		     "to: %llu in the hash, %llu in the slot, expected 3 and 0",
+		     (unsigned long long)hash_packets(AF_INET, XDPR_DDOS_TO, REM),
+		     (unsigned long long)slot_packets(AF_INET, XDPR_DDOS_TO, REM));
+	ok &= expect(hash_packets(AF_INET, XDPR_DDOS_FROM, IN2) == 3, "from: %llu in the LRU hash, expected 3",
+		     (unsigned long long)hash_packets(AF_INET, XDPR_DDOS_FROM, IN2));
+	/* the holders idle past XDPR_DDOS_IDLE_NS: the next packet takes the slots over */
+	hold_slot(AF_INET, XDPR_DDOS_TO, REM, xdpr_ddos_now_ns() - XDPR_DDOS_IDLE_NS - 1000000000ULL);
+	hold_slot(AF_INET, XDPR_DDOS_FROM, IN2, xdpr_ddos_now_ns() - XDPR_DDOS_IDLE_NS - 1000000000ULL);
+	for (int i = 0; i < 2; i++)
+		ok &= fwd4("to 10.0.2.2, its slots' holders idle", "r0", "r1", &k);
+	ok &= expect(slot_packets(AF_INET, XDPR_DDOS_TO, REM) == 2 && hash_packets(AF_INET, XDPR_DDOS_TO, REM) == 3,
+		     "to: %llu in the slot, %llu in the hash, expected 2 and 3",
+		     (unsigned long long)slot_packets(AF_INET, XDPR_DDOS_TO, REM),
+		     (unsigned long long)hash_packets(AF_INET, XDPR_DDOS_TO, REM));
+	r = hosts(); /* the holders have no packets: not listed */
+	ok &= expect(r.n == 2, "%d hosts listed, expected 2", r.n);
+	ok &= host_is("slot + hash", &r, AF_INET, XDPR_DDOS_TO, REM, 5, 5ULL * ip4_len(&k));
+	ok &= host_is("slot + hash", &r, AF_INET, XDPR_DDOS_FROM, IN2, 5, 5ULL * ip4_len(&k));
+	addr_of(AF_INET, IN2, h.addr);
+	h.dir = XDPR_DDOS_FROM;
+	ok &= expect(!xdpr_ddos_host_delete(&lib, &h), "delete from 10.0.1.2: %s", lib.err);
+	ok &= expect(xdpr_ddos_host_delete(&lib, &h) == -ENOENT, "delete it again: not -ENOENT");
+	r = hosts();
+	ok &= expect(r.n == 1 && !slot_packets(AF_INET, XDPR_DDOS_FROM, IN2) &&
+			     !hash_packets(AF_INET, XDPR_DDOS_FROM, IN2),
+		     "after delete: %d hosts, from 10.0.1.2 in slot %llu, hash %llu", r.n,
+		     (unsigned long long)slot_packets(AF_INET, XDPR_DDOS_FROM, IN2),
+		     (unsigned long long)hash_packets(AF_INET, XDPR_DDOS_FROM, IN2));
+	addr_of(AF_INET, "10.0.2.0", net);
+	if (xdpr_ddos_protect(&lib, AF_INET, net, 24, false))
+		die("xdpr_ddos_protect del: %s", lib.err);
+	r = hosts();
+	ok &= expect(r.n == 0 && !slot_packets(AF_INET, XDPR_DDOS_TO, REM), "protect del left %d hosts", r.n);
+	ok &= fwd4("to 10.0.2.2, not protected", "r0", "r1", &k);
+	ok &= expect(hosts().n == 0, "metered after its prefix went");
 	return ok;
 }
 
@@ -465,25 +608,28 @@ static bool t_full(void)
 	ok &= fwd4("to 10.0.2.3 before the table fills", "r0", "r1", &old);
 	if (xdpr_ddos_get(&lib, NULL, &untracked0, NULL, &max))
 		die("xdpr_ddos_get: %s", lib.err);
-	for (__u32 i = 0; n + 1 < max; i++) { /* fill with IPv6 hosts nobody sends to */
+	max -= XDPR_DDOS_SLOTS; /* the hash table's share of the room */
+	for (__u32 i = 0; n < max; i++) { /* fill the hash with IPv6 hosts nobody sends to (10.0.2.3: a slot) */
 		memcpy(key.addr + 12, &i, 4);
 		if (!bpf_map_update_elem(lib.fd[XM_DDOS_TO], &key, v, BPF_NOEXIST))
 			n++;
 		else if (errno != EEXIST)
 			break;
 	}
+	hold_slot(AF_INET, XDPR_DDOS_TO, REM, xdpr_ddos_now_ns()); /* its slot another live host's */
 	ok &= fwd4("to 10.0.2.2, the table full", "r0", "r1", &k);
 	ok &= fwd4("to 10.0.2.3, metered before", "r0", "r1", &old);
 	xdpr_ddos_get(&lib, NULL, &untracked1, &n, NULL);
 	ok &= expect(untracked1 - untracked0 == 1, "untracked +%llu, expected +1",
 		     (unsigned long long)(untracked1 - untracked0));
-	ok &= expect(n == max, "%llu hosts in a table of %llu", (unsigned long long)n, (unsigned long long)max);
+	ok &= expect(n == max + 2, "%llu hosts in a table of %llu and two slots", (unsigned long long)n,
+		     (unsigned long long)max);
 	r = hosts(); /* the filler has no packets: not listed */
 	ok &= host_is("old", &r, AF_INET, XDPR_DDOS_TO, REM3, 2, 2ULL * ip4_len(&old));
 	ok &= expect(!host_of(&r, AF_INET, XDPR_DDOS_TO, REM), "10.0.2.2 metered in a full table");
 	flushed = xdpr_ddos_flush(&lib, XDPR_DDOS_FLUSH_HOSTS);
-	ok &= expect(flushed == (long)max + 1, "flush removed %ld, expected %llu (table + 1 source)", flushed,
-		     (unsigned long long)max + 1);
+	ok &= expect(flushed == (long)max + 3, "flush removed %ld, expected %llu (table + 3 slots' hosts)",
+		     flushed, (unsigned long long)max + 3);
 	free(v);
 	return ok;
 }
@@ -554,6 +700,7 @@ static const struct {
 	{ "a ban ends by itself; a blackhole-only ban drops nothing", t_expiry },
 	{ "IPv6: meters of a /64, a ban of a /128", t_v6 },
 	{ "one host on two CPUs: per-CPU shares summed by the loader", t_two_cpus },
+	{ "slots: a host whose slot is held goes to the hash, an idle holder is replaced, summed, deleted", t_slots },
 	{ "table full: forwarded, untracked counted, old hosts go on; flush empties it", t_full },
 	{ "sample 4: a quarter metered, each counted 4 times; bans see every packet", t_sample },
 	{ "flush bans, hosts, protected prefixes", t_flush },
@@ -578,6 +725,7 @@ int main(void)
 	lib.fd[XM_DDOS_BANS] = bpf_map__fd(skel->maps.xdpr_ddos_bans);
 	lib.fd[XM_DDOS_STATS] = bpf_map__fd(skel->maps.xdpr_ddos_stats);
 	lib.fd[XM_DDOS_BITS] = bpf_map__fd(skel->maps.xdpr_ddos_bits);
+	lib.fd[XM_DDOS_SLOTS] = bpf_map__fd(skel->maps.xdpr_ddos_slots);
 
 	printf("1..%d\n", NCASES);
 	for (int i = 0; i < NCASES; i++) {
