@@ -4,7 +4,7 @@
  * against plain forwarding, under BPF_PROG_TEST_RUN, side by side in one run
  * (trnet.h's router; 10.0.1.2 -> 10.0.2.2, UDP, 64-byte frames):
  *   fwd          meters and bans off (the flags clear)
- *   meters       xdpr ddos on, 10.0.2.0/24 protected, HOSTS idle hosts tracked
+ *   meters       xdpr ddos on, 10.0.2.0/24 protected, HOSTS idle hosts tracked (hash tables)
  *                each way (198.18.0.0/15) besides the two the frame meets
  *   meters-s8    the same, sampled 1 in 8 (each metered packet counted 8 times)
  *   meters-new   meters, with the frame's meters deleted before every run: the
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 {
 	int rounds = 5, runs = 20000, cpu = 1, zero = 0, ncpu = libbpf_num_possible_cpus();
 	long hosts = 10000, nbans = 1000;
-	int cfgfd, tofd, fromfd, bansfd, protfd, prog;
+	int cfgfd, tofd, slotfd, fromfd, bansfd, protfd, prog;
 	struct xdpr_ddos_key kto = key4(XDPR_DDOS_TO, "10.0.2.2"), kfrom = key4(XDPR_DDOS_FROM, "10.0.1.2");
 	struct xdpr_ddos_prot_key pk = { .plen = 8 + 24, .family = AF_INET };
 	struct xdpr_ddos_ban *bv;
@@ -126,6 +126,7 @@ int main(int argc, char **argv)
 	prog = bpf_program__fd(skel->progs.xdpr_main);
 	cfgfd = bpf_map__fd(skel->maps.xdpr_cfg);
 	tofd = bpf_map__fd(skel->maps.xdpr_ddos_to);
+	slotfd = bpf_map__fd(skel->maps.xdpr_ddos_slots);
 	fromfd = bpf_map__fd(skel->maps.xdpr_ddos_from);
 	bansfd = bpf_map__fd(skel->maps.xdpr_ddos_bans);
 	protfd = bpf_map__fd(skel->maps.xdpr_ddos_prot);
@@ -168,7 +169,13 @@ int main(int argc, char **argv)
 					    .data_out = out, .data_size_out = sizeof(out), .ctx_in = &md,
 					    .ctx_size_in = sizeof(md), .repeat = 1);
 
-				if (c == C_NEW) {
+				if (c == C_NEW) { /* the frame's hosts new: their slots on this CPU free, no entries */
+					struct xdpr_ddos_slot none = {};
+					__u32 st = cpu * XDPR_DDOS_SLOTS + xdpr_ddos_slot_of(&kto),
+					      sf = cpu * XDPR_DDOS_SLOTS + xdpr_ddos_slot_of(&kfrom);
+
+					bpf_map_update_elem(slotfd, &st, &none, BPF_ANY);
+					bpf_map_update_elem(slotfd, &sf, &none, BPF_ANY);
 					bpf_map_delete_elem(tofd, &kto);
 					bpf_map_delete_elem(fromfd, &kfrom);
 				}

@@ -8,8 +8,11 @@
  * One global function, verified once, called from xdpr_forward only when
  * XDPR_CFG_DDOS or XDPR_CFG_BANS is set: with both off, a packet pays the
  * test of two flag bits.  No shared writes per packet: meter values, ban
- * drop counters and the statistics are per CPU, added to without atomics;
- * a host's first packet inserts its entry (the hash's own locking).
+ * drop counters and the statistics are per CPU, added to without atomics.
+ * A host's meter is this CPU's slot of its hash (xdpr_ddos_slots, an array
+ * read) when free or its own; only a host whose slot another live host
+ * holds goes to the hash tables, whose first packet inserts its entry (the
+ * hash's own locking).
  */
 #ifndef XDPR_DDOS_H
 #define XDPR_DDOS_H

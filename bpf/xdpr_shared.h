@@ -936,10 +936,12 @@ _Static_assert(sizeof(struct xdpr_npt_ctr) == 40, "xdpr_npt_ctr layout");
  *
  * With XDPR_CFG_DDOS, every packet arriving to be forwarded whose
  * destination is inside a protected prefix (xdpr_ddos_prot, LPM) is counted
- * per CPU for its destination host ("to" meter, xdpr_ddos_to: a hash
- * preallocated, one entry per host) and for its source host ("from" meter,
- * xdpr_ddos_from: LRU, a flood of spoofed sources evicts old ones, never
- * fails).  Counters are cumulative; userspace takes rates from two reads.
+ * per CPU for its destination host ("to" meter) and for its source host
+ * ("from" meter): in this CPU's slot of the host's hash (xdpr_ddos_slots,
+ * below) when it is free or the host's, else in a hash table (xdpr_ddos_to:
+ * preallocated, one entry per host; xdpr_ddos_from: LRU, a flood of
+ * spoofed sources evicts old ones, never fails).  Counters are cumulative;
+ * userspace sums a host's shares and takes rates from two reads.
  * With XDPR_CFG_BANS, every forwarded packet looks its destination up as a
  * "to" ban and its source as a "from" ban (xdpr_ddos_bans); a live ban with
  * XDPR_DDOS_F_DROP drops it (drop_ddos_ban), counted per CPU in the ban.  A
@@ -1027,9 +1029,10 @@ struct xdpr_ddos_stat {
 static inline __u32 xdpr_ddos_hash(const struct xdpr_ddos_key *k)
 {
 	const __u32 *w = (const __u32 *)k->addr;
-	__u32 h = (w[0] * 0x9e3779b1u) ^ (w[1] * 0x85ebca77u) ^ (w[2] * 0xc2b2ae3du) ^ (w[3] * 0x27d4eb2fu) ^
-		  ((__u32)k->dir << 8 | k->family);
+	__u32 h = (w[0] * 0x9e3779b1u) ^ ((__u32)k->dir << 8 | k->family);
 
+	if (k->family != 2 /* AF_INET */) /* IPv4's other words are zero: the same hash, fewer steps */
+		h ^= (w[1] * 0x85ebca77u) ^ (w[2] * 0xc2b2ae3du) ^ (w[3] * 0x27d4eb2fu);
 	h ^= h >> 15;
 	h *= 0x2c1b3c6du;
 	h ^= h >> 13;
