@@ -164,10 +164,12 @@ static __always_inline int ddos_meter(void *map, const struct xdpr_ddos_key *k, 
 	struct xdpr_ddos_slot *s = bpf_map_lookup_elem(&xdpr_ddos_slots, &i);
 
 	if (s && ddos_key_eq(&s->key, k)) {
-		if (s->flags & XDPR_DDOS_SLOT_OUT)
-			return 0;
-		ddos_count(&s->ctr, now, len, w);
-		return 1;
+		if (!(s->flags & XDPR_DDOS_SLOT_OUT)) {
+			ddos_count(&s->ctr, now, len, w);
+			return 1;
+		}
+		if (now - s->ctr.last_ns < XDPR_DDOS_OUT_NS)
+			return 0; /* found not protected less than a second ago */
 	}
 	/* another's (or no slot for this CPU): the hash table */
 	if (!s || (s->key.family && !(s->flags & XDPR_DDOS_SLOT_OUT) && now - s->ctr.last_ns < XDPR_DDOS_IDLE_NS)) {
@@ -178,8 +180,9 @@ static __always_inline int ddos_meter(void *map, const struct xdpr_ddos_key *k, 
 		return ddos_insert(map, k, now, len, w) ? -1 : 1;
 	}
 	__builtin_memcpy(&s->key, k, sizeof(*k));
-	if (to && !ddos_protected(k)) { /* remembered, so that its next packets skip the trie */
+	if (to && !ddos_protected(k)) { /* remembered for a second: its next packets skip the trie */
 		s->flags = XDPR_DDOS_SLOT_OUT;
+		s->ctr.last_ns = now;
 		return 0;
 	}
 	s->flags = 0;

@@ -1056,14 +1056,16 @@ static inline __u32 xdpr_ddos_bit(const struct xdpr_ddos_key *k)
  * tables (xdpr_ddos_to, xdpr_ddos_from) instead.  So one host may have a
  * share in slots of several CPUs and in a hash table: userspace sums them
  * all by key.  key.family 0: the slot is free.  A destination found not
- * protected leaves its key with XDPR_DDOS_SLOT_OUT, so that its next
- * packets skip the LPM trie; such a slot counts nothing, is free for any
- * host, and is cleared when a prefix covering it is protected.
+ * protected leaves its key with XDPR_DDOS_SLOT_OUT, so that its packets of
+ * the next XDPR_DDOS_OUT_NS skip the LPM trie (a prefix protected since is
+ * metered within that time); such a slot counts nothing and is free for
+ * any host.
  */
 #define XDPR_MAP_DDOS_SLOTS "xdpr_ddos_slots"
 #define XDPR_DDOS_SLOT_BITS 16
 #define XDPR_DDOS_SLOTS     (1u << XDPR_DDOS_SLOT_BITS)
 #define XDPR_DDOS_IDLE_NS   (60ULL * 1000000000ULL) /* a slot's host idle this long may be replaced */
+#define XDPR_DDOS_OUT_NS    1000000000ULL /* how long a "not protected" mark holds */
 
 #define XDPR_DDOS_SLOT_OUT 1u /* xdpr_ddos_slot.flags: key is a "to" key not protected */
 

@@ -266,28 +266,6 @@ static int unmeter(struct xdpr *x, int family, const __u8 *net, int plen)
 	return n < 0 ? (int)n : 0;
 }
 
-static bool out_in_prefix(const struct xdpr_ddos_key *k, const void *arg)
-{
-	const struct prefix *p = arg;
-
-	return k->family == p->family && in_prefix(k->addr, p->net, p->plen);
-}
-
-/*
- * A prefix now protected: the slots that mark its hosts not protected,
- * cleared once packets in flight settled (so that none that missed the
- * prefix marks a slot after the walk).  0 or -errno.
- */
-static int unmark(struct xdpr *x, int family, const __u8 *net, int plen)
-{
-	struct prefix p = { family, plen, net };
-	long n;
-
-	xdpr_packets_settled();
-	n = slots_clear(x, SLOTS_OUT, out_in_prefix, &p);
-	return n < 0 ? (int)n : 0;
-}
-
 int xdpr_ddos_protect(struct xdpr *x, int family, const void *addr, int plen, bool add)
 {
 	struct xdpr_ddos_prot_key k;
@@ -323,7 +301,7 @@ int xdpr_ddos_protect(struct xdpr *x, int family, const void *addr, int plen, bo
 			       strerror(-err));
 		return err == -E2BIG ? -ENOSPC : err;
 	}
-	return add ? unmark(x, family, addr, plen) : unmeter(x, family, addr, plen);
+	return add ? 0 : unmeter(x, family, addr, plen);
 }
 
 int xdpr_ddos_protect_foreach(struct xdpr *x, int (*cb)(int family, const void *addr, int plen, void *arg),

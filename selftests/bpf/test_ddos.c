@@ -311,12 +311,13 @@ static bool t_prefixes(void)
 	ok &= expect(!host_of(&r, AF_INET, XDPR_DDOS_TO, REM3), "10.0.2.3 metered after its prefix went");
 	err = xdpr_ddos_protect(&lib, AF_INET, addr, 32, false);
 	ok &= expect(err == -ENOENT && strstr(lib.err, "not protected"), "delete again: %d \"%s\"", err, lib.err);
-	/* 10.0.2.2's slot says "not protected" since its first packet: protecting it must clear that */
+	/* 10.0.2.2's slot says "not protected" since its first packet: for a second, then it is looked up again */
 	ok &= fwd4("to 10.0.2.2 again, still not protected", "r0", "r1", &a);
 	r = hosts(); /* only the packet to 10.0.2.3 while it was protected counted its source */
 	ok &= host_is("source of the protected one only", &r, AF_INET, XDPR_DDOS_FROM, IN2, 1, ip4_len(&b));
 	ok &= expect(r.n == 1, "%d meters after packets to unprotected hosts, expected 1", r.n);
 	protect(AF_INET, REM, 32);
+	usleep(1100000); /* XDPR_DDOS_OUT_NS */
 	ok &= fwd4("to 10.0.2.2, now in 10.0.2.2/32", "r0", "r1", &a);
 	r = hosts();
 	ok &= host_is("protected after its slot was marked", &r, AF_INET, XDPR_DDOS_TO, REM, 1, ip4_len(&a));
