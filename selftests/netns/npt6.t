@@ -173,7 +173,7 @@ o0=$(npt_ctr translated_out) i0=$(npt_ctr translated_in) e0=$(npt_ctr icmp_error
 ok "ping6 C1 -> S through NPTv6" in_ns "$C1" ping -6 -c3 -i0.2 -W2 -q 2001:db8:4::2
 timeout 30 ip netns exec "$S" socat -u UDP6-RECVFROM:7001,reuseaddr SYSTEM:'cat >/dev/null; true' 2>/dev/null &
 timeout 30 ip netns exec "$S" socat UDP6-LISTEN:7000,reuseaddr,fork SYSTEM:'echo $SOCAT_PEERADDR' 2>/dev/null &
-sleep 0.5
+wait_listen "$S" 7000 udp || fail "UDP server on S port 7000 did not start"
 is "$(norm "$(T_TIMEOUT=10 in_ns "$C1" socat -t 3 - UDP6:[2001:db8:4::2]:7000 <<<"hello-udp" 2>/dev/null)")" \
 	"$MAPPED" "UDP: S sees the source as $MAPPED"
 make_file "$T_TMP/blob" 1
@@ -234,7 +234,7 @@ M64=$(npt_map $C1A fd01:203:405:1::/64 2001:db8:1:77::/64)
 ok "nat add npt r1 inside fd01:203:405:1::/64 outside 2001:db8:1:77::/64" \
 	xdpr nat add npt r1 inside fd01:203:405:1::/64 outside 2001:db8:1:77::/64
 timeout 30 ip netns exec "$S" socat UDP6-LISTEN:7003,reuseaddr,fork SYSTEM:'echo $SOCAT_PEERADDR' 2>/dev/null &
-sleep 0.5
+wait_listen "$S" 7003 udp || fail "UDP server on S port 7003 did not start"
 is "$(norm "$(T_TIMEOUT=10 in_ns "$C1" socat -t 3 - UDP6:[2001:db8:4::2]:7003 <<<"hello-64" 2>/dev/null)")" \
 	"$M64" "/64: S sees $C1A as $M64 (computed here; the adjustment in the identifier's first word)"
 ok "/64: ping6 C1 -> S" in_ns "$C1" ping -6 -c2 -i0.2 -W2 -q 2001:db8:4::2
@@ -259,7 +259,7 @@ wait_listen "$S" 7010 || diag "TCP 7010 server did not start"
 timeout 30 ip netns exec "$C1" socat TCP6-LISTEN:7011,reuseaddr,fork SYSTEM:'echo from-c1' 2>/dev/null &
 wait_listen "$C1" 7011 || diag "TCP 7011 server on C1 did not start"
 timeout 30 ip netns exec "$C1" socat -u UDP6-RECV:7012 "CREATE:$T_TMP/udp7012" 2>/dev/null &
-sleep 0.3
+wait_listen "$C1" 7012 udp || fail "UDP receiver on C1 port 7012 did not start"
 is "$(norm "$(T_TIMEOUT=10 in_ns "$C1" socat -t 3 -T 5 - TCP6:[2001:db8:4::2]:7010 </dev/null 2>/dev/null)")" "$M64" \
 	"filter + NPTv6: C1 -> S TCP 7010 accepted out, its replies (mapped back before the filter) match its flow"
 is "$(T_TIMEOUT=10 in_ns "$S" socat -t 3 -T 5 - TCP6:[$M64]:7011 </dev/null 2>/dev/null)" "from-c1" \
