@@ -49,7 +49,7 @@ is "$(ctr "$R" r0 drop_nat_untranslatable)" 0 "r0: nothing dropped as untranslat
 # reports no error.
 udp "$S" refuse 7100 10 >"$T_TMP/refuse.out" 2>&1 &
 refuse=$!
-sleep 0.5
+wait_listen "$S" 7100 udp || fail "UDP refuse server on S port 7100 did not start"
 eo0=$(nat_ctr icmp_errors_out)
 e1=$(snmp "$C1" Icmp OutDestUnreachs)
 udp "$C1" ask 41000 0.2 10.0.4.2:7100 >/dev/null
