@@ -325,7 +325,7 @@ fi
 cap_start icmp_c1 "$C1" c1 icmp || fail "capture on c1 starts"
 T_TIMEOUT=20 in_ns "$C1" "$NAT_PY" "$T_TMP/nat_udp.py" refuse 5403 8 >"$T_TMP/refuse.out" 2>&1 &
 rp=$!
-sleep 0.5
+wait_listen "$C1" 5403 udp || fail "UDP refuse server on C1 port 5403 did not start"
 udp_spray "$H" 10.0.2.1:5402 42001 42001
 wait "$rp"
 is "$(tr '\n' ' ' <"$T_TMP/refuse.out")" "from 10.0.2.2:42001 refused " \
