@@ -278,9 +278,8 @@ ok "nat add in r1 dport 20000-20099 to 10.0.1.2:7000 (inside the masquerade's po
 ok "nat add in r1 proto tcp addr 198.51.100.7 dport 80 to 10.0.1.2:80 (a pool address H routes to R)" \
 	xdpr nat add in r1 proto tcp addr 198.51.100.7 dport 80 to 10.0.1.2:80
 
-udp_echo "$S" 7000
-tcp_echo "$S" 7000
-sleep 0.5 # the UDP server binds in the background (as nat_basic.t waits)
+udp_echo "$S" 7000 || fail "UDP echo server on S port 7000 did not start"
+tcp_echo "$S" 7000 || fail "TCP echo server on S port 7000 did not start"
 like "$(tcp_ask "$C1" 10.0.4.2 7000)" '^10\.0\.2\.1:201[0-9][0-9]$' "C1 -> S: masqueraded to 10.0.2.1, a port in 20100-20199 (the inside server's own outbound flow)"
 like "$(udp "$H" ask 0 3 10.0.2.1:20050)" '^10\.0\.2\.2:[0-9]+/7000$' "with masquerade on r1: H -> 10.0.2.1:20050 still reaches C1:7000"
 like "$(tcp_try "$H" 10.0.2.1 8080)" '^10\.0\.2\.2:[0-9]+/80$' "with masquerade on r1: TCP H -> 10.0.2.1:8080 still reaches C1:80 unmasqueraded"
