@@ -17,8 +17,7 @@ nat_attach
 
 # ---- TCP and UDP: the server sees 10.0.2.1
 tcp_echo "$S" 7000 || diag "tcp echo server did not start"
-udp_echo "$S" 7000
-sleep 0.3
+udp_echo "$S" 7000 || fail "UDP echo server on S port 7000 did not start"
 x0=$(nat_ctr translated_out)
 n0=$(nat_ctr sessions_new)
 like "$(tcp_ask "$C1" 10.0.4.2 7000)" '^10\.0\.2\.1:[0-9]+$' "TCP from C1: the server sees 10.0.2.1"
