@@ -11,9 +11,8 @@
 nat_topo_create nm
 leak_start
 nat_attach filter eif
-udp_echo "$H" 7000
-udp_echo "$S" 7000
-sleep 0.3
+udp_echo "$H" 7000 || fail "UDP echo server on H port 7000 did not start"
+udp_echo "$S" 7000 || fail "UDP echo server on S port 7000 did not start"
 
 # ---- endpoint-independent mapping
 out=$(udp "$C1" ask 40000 3 10.0.4.2:7000 10.0.2.2:7000)
