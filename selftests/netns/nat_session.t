@@ -9,8 +9,7 @@
 nat_topo_create ns
 leak_start
 nat_attach
-udp_echo "$S" 7000
-sleep 0.3
+udp_echo "$S" 7000 || fail "UDP echo server on S port 7000 did not start"
 
 # ---- session expiry
 is "$(xdpr -j nat timeout udp 2 | jq -r .udp)" 2 "nat timeout udp 2"
