@@ -29,10 +29,9 @@ ip -n "$R" route add default via 10.0.2.2
 
 # servers: every one answers with the address it sees
 tcp_echo "$S" 7000 || abort "tcp echo server on S did not start"
-udp_echo "$S" 7000
+udp_echo "$S" 7000 || fail "UDP echo server on S port 7000 did not start"
 tcp_echo "$C1" 7001 || abort "tcp echo server on C1 did not start"
-udp_echo "$C2" 7002
-sleep 0.3
+udp_echo "$C2" 7002 || fail "UDP echo server on C2 port 7002 did not start"
 
 # gre NS DST: one GRE packet (protocol 47, payload "binat") from NS to DST, sent with scapy
 gre() {
