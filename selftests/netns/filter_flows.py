@@ -40,7 +40,8 @@ for filter_diff.t (xdpr's filter against nftables).
         send COUNT copies of Ether(src=DEV's MAC, dst=DST_MAC) / SCAPY_EXPR
         (an expression over scapy's names, e.g. "IP(dst='10.0.2.2')/UDP()").
     stream DEV DST_MAC SECS INTERVAL_MS SCAPY_EXPR
-        the same frame every INTERVAL_MS for SECS seconds; prints how many.
+        the same frame every INTERVAL_MS for SECS seconds; prints how many
+        (and "sending" on stderr once the first is sent).
 
 The topology (filter_lib.sh) routes the corpus's destinations: 172.16/13,
 198.51.100/24 and 2001:db8:100::/40, 2001:db8:300::/48 out of r1;
@@ -714,7 +715,8 @@ def cmd_packet(dev, dst_mac, count, expr):
 
 
 def cmd_stream(dev, dst_mac, secs, interval_ms, expr):
-    """The frame every INTERVAL_MS for SECS seconds; prints how many were sent."""
+    """The frame every INTERVAL_MS for SECS seconds; prints how many were sent
+    (and "sending" on stderr once the first is: scapy takes a while to load)."""
     import logging
     import time
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
@@ -727,6 +729,8 @@ def cmd_stream(dev, dst_mac, secs, interval_ms, expr):
     while time.monotonic() < end:
         s.send(frame)
         n += 1
+        if n == 1:
+            print("sending", file=sys.stderr, flush=True)
         time.sleep(float(interval_ms) / 1000)
     s.close()
     print(n)

@@ -211,14 +211,17 @@ ok "filter add proto udp dport 7100 accept" xdpr filter add proto udp dport 7100
 pkt "$C" c0 "$MAC_R0" 1 "IP(src='10.0.1.2', dst='10.0.2.2')/UDP(sport=40710, dport=7100)/Raw(b'open')"
 cap_start ffl "$C" c0 'udp and src port 7100' || fail "capture on c0 starts"
 T_TIMEOUT=30 in_ns "$S" "$FLT_PY" "$FLT_FLOWS" stream s0 "$MAC_R1" 1.6 4 \
-	"IP(src='10.0.2.2', dst='10.0.1.2')/UDP(sport=7100, dport=40710)/Raw(b'reply')" >"$T_TMP/ffl.sent" &
+	"IP(src='10.0.2.2', dst='10.0.1.2')/UDP(sport=7100, dport=40710)/Raw(b'reply')" >"$T_TMP/ffl.sent" \
+	2>"$T_TMP/ffl.err" &
 spid=$!
-sleep 0.8
+wait_file_line "$T_TMP/ffl.err" '^sending$' ||
+	{ fail "the reply stream from S starts"; diag_file "$T_TMP/ffl.err"; }
+sleep 0.4 # ~100 replies pass on the flow's state first
 p0=$(rsum drop_filter_policy r1)
 ok "filter flows flush while the replies stream" xdpr filter flows flush
 tf=$(date +%s.%N)
 wait "$spid"
-ok "the reply stream ran" test "$?" -eq 0
+ok "the reply stream ran" test "$?" -eq 0 || diag_file "$T_TMP/ffl.err"
 sent=$(cat "$T_TMP/ffl.sent")
 ok "capture on c0 complete" cap_stop ffl
 ok "the capture on c0 can be read" eval 'pcap_read "$T_TMP/ffl.pcap" -tt >"$T_TMP/ffl.txt"'
