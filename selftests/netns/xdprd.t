@@ -205,14 +205,22 @@ f7010=$(xdpr -j filter show | jq '.rules[0].packets')
 is "$(udp "$C1" ask 40003 1 10.0.4.2:7010)" timeout "the file's filter rule (out r1 ... dport 7010 drop) drops"
 num "$(xdpr -j filter show | jq '.rules[0].packets')" -gt "$f7010" "and counts it"
 # spray_start: C1 sends "probe N" to S:7009 every 0.05 s until spray_stop
-# (20 s at most).  A capture "no inside source on the wire while ..." also
-# takes the probes (udp dst port 7009): the probes that reach S translated
-# after the change are its proof that traffic ran through it.
+# (20 s at most); returns once C1 has sent the first (<= 5 s).  A capture
+# "no inside source on the wire while ..." also takes the probes (udp dst
+# port 7009): the probes that reach S translated after the change are its
+# proof that traffic ran through it.
 spray_start() {
+	local u0 i
 	rm -f "$T_TMP/spray.stop"
+	u0=$(snmp "$C1" Udp OutDatagrams)
 	( for ((i = 0; i < 400; i++)); do [ -e "$T_TMP/spray.stop" ] && break; echo "probe $i"; sleep 0.05; done ) |
 		T_TIMEOUT=25 in_ns "$C1" socat -u - UDP4-DATAGRAM:10.0.4.2:7009 2>/dev/null &
 	SPRAY=$!
+	for ((i = 0; i < 50; i++)); do
+		[ "$(snmp "$C1" Udp OutDatagrams)" -gt "$u0" ] 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
 }
 spray_stop() {
 	touch "$T_TMP/spray.stop"
@@ -224,7 +232,7 @@ probes_after() {
 	pcap_read "$1" -tt 'src host 10.0.2.1 and udp dst port 7009' | awk -v t="$2" '$1 > t' | grep -c .
 }
 cap_start leak "$S" s0 "udp dst port 7009 or ($LEAK_FILTER)" || abort "no capture on s0"
-spray_start
+spray_start || fail "C1's probes to S:7009 start"
 old=$(ip -n "$R" -j link show r1 | jq '.[0].ifindex')
 c_before=$(ctr "$R" r1 forwarded)
 num "$c_before" -ge 1 "r1 has forwarded packets ($c_before) before it is deleted"
@@ -307,7 +315,7 @@ is "$(xdpr -j link show | jq -r '[.[] | select(.state == "attached") | .dev] | s
 	"r0 and r2 are attached"
 is "$(xdpr -j nat show | jq -r '.[] | "\(.dev) \(.state)"')" "r1 waiting" "the NAT rule waits for r1"
 cap_start leak2 "$S" s0 "udp dst port 7009 or ($LEAK_FILTER)" || abort "no capture on s0"
-spray_start
+spray_start || fail "C1's probes to S:7009 start"
 sleep 0.3
 t_back=$(date +%s.%N)
 recreate_r1
