@@ -425,7 +425,7 @@ tcp_send() {
 # the background, CHUNKS pieces of 64 KiB every 0.1 s from CLIENT_NS to a
 # socat on SERVER_NS.  Sets STREAM_DATA, STREAM_CLIENT, STREAM_SERVER.
 stream_start() {
-	local cns=$1 sns=$2 addr=$3 port=$4 chunks=$5
+	local cns=$1 sns=$2 addr=$3 port=$4 chunks=$5 i
 	STREAM_DATA=$T_TMP/stream STREAM_CHUNKS=$chunks
 	head -c $((chunks * 65536)) /dev/urandom >"$STREAM_DATA"
 	rm -f "$STREAM_DATA.recv"
@@ -442,6 +442,12 @@ stream_start() {
 		echo "${PIPESTATUS[1]}" >"$T_TMP/client.rc"
 	) &
 	STREAM_CLIENT=$!
+	# the callers measure or change things "while the stream runs": wait for its first bytes
+	for ((i = 0; i < 50; i++)); do
+		[ -s "$STREAM_DATA.recv" ] && return 0
+		sleep 0.1
+	done
+	diag "stream: nothing arrived at the server within 5 s"
 }
 
 # stream_check: wait for the stream; three checks (both ends exit 0, same SHA-256).
