@@ -294,7 +294,7 @@ struct xdpr_cfg {
 	                           no session is created or deleted (drop_nat_resizing); a copy
 	                           that dies leaves a freeze that ends by itself */
 	__u32 flow_sample;      /* XDPR_CFG_FLOWS: meter 1 packet in N per CPU (0, 1: every one) */
-	__u32 ddos_sample;      /* XDPR_CFG_DDOS: meter 1 packet in N per CPU, counted N times (0, 1: every one) */
+	__u32 ddos_sample;      /* XDPR_CFG_DDOS: meter 1 packet in N per CPU (random gaps), counted N times (0, 1: every one) */
 };
 
 #define XDPR_DEF_TCP_EST   7440
@@ -865,7 +865,7 @@ struct xdpr_meter_val {  /* one CPU's share of a flow */
 
 struct xdpr_meter_pcpu {
 	struct xdpr_meter_key key; /* the packet being metered, as it arrived */
-	__u32 tick;         /* packets since the last one metered (sampling) */
+	__u32 tick;         /* sampling: packets left until the next one metered (random gaps) */
 	__u64 unmetered;    /* packets not metered: new flow, table full */
 	struct xdpr_meter_val val; /* a new entry, built here (off the stack) */
 };
@@ -1012,7 +1012,7 @@ struct xdpr_ddos_stat {
 	__u64 metered;      /* packets counted in a "to" meter (sampled: each counts ddos_sample) */
 	__u64 untracked;    /* packets to a protected host without a meter: table full */
 	__u64 banned;       /* packets dropped by a ban */
-	__u32 tick;         /* the datapath's sample counter */
+	__u32 tick;         /* the datapath's sample gap: packets left until the next one metered */
 	__u32 pad;
 };
 

@@ -635,13 +635,21 @@ static bool t_full(void)
 	return ok;
 }
 
-/* Sample 4 on one CPU: 4 of 16 packets metered, each counted 4 times; bans still see every packet. */
+/*
+ * Sample 4 on one CPU: 4,000 packets from four sources in turn, about a
+ * quarter metered (gaps drawn from 1 to 7), each counted 4 times; every
+ * source gets its share (a fixed 1-in-4 count would give one source every
+ * sample: the traffic's period is the sample's); bans still see every packet.
+ */
 static bool t_sample(void)
 {
+	static const char *const src[4] = { "10.0.1.2", "10.0.1.3", "10.0.1.4", "10.0.1.5" };
 	struct pkt k = { .src = IN2, .dst = REM, .sport = 5000, .dport = 53 };
+	const struct xdpr_ddos_host *h;
+	__u64 m0, len, from = 0;
+	const int n = 4000;
 	struct hosts r;
 	bool ok = true;
-	__u64 m0;
 
 	start(true);
 	m0 = dstats().metered;
@@ -650,17 +658,33 @@ static bool t_sample(void)
 	protect(AF_INET, "10.0.2.0", 24);
 	if (!pin_cpu(0))
 		die("cannot pin to CPU 0: %s", strerror(errno));
-	for (int i = 0; i < 15; i++)
+	len = ip4_len(&k);
+	for (int i = 0; i < n; i++) {
+		k.src = src[i % 4];
 		ok &= fwd4("udp, sample 4", "r0", "r1", &k);
+	}
 	r = hosts();
-	ok &= host_is("15 packets, sample 4", &r, AF_INET, XDPR_DDOS_TO, REM, 12, 12ULL * ip4_len(&k));
-	ok &= fwd4("udp, sample 4, the 16th", "r0", "r1", &k);
-	r = hosts();
-	ok &= host_is("sample 4", &r, AF_INET, XDPR_DDOS_TO, REM, 16, 16ULL * ip4_len(&k));
-	ok &= expect(dstats().metered - m0 == 16, "metered +%llu, expected +16",
-		     (unsigned long long)(dstats().metered - m0));
+	h = host_of(&r, AF_INET, XDPR_DDOS_TO, REM);
+	ok &= expect(h && h->packets % 4 == 0 && h->packets >= 4 * 900 && h->packets <= 4 * 1100 &&
+			     h->bytes == h->packets * len,
+		     "%d packets, sample 4: to meter %llu packets %llu bytes, expected 3600-4400 in fours, bytes %llu each",
+		     n, h ? (unsigned long long)h->packets : 0ULL, h ? (unsigned long long)h->bytes : 0ULL,
+		     (unsigned long long)len);
+	ok &= expect(h && dstats().metered - m0 == h->packets, "metered +%llu, the to meter %llu",
+		     (unsigned long long)(dstats().metered - m0), h ? (unsigned long long)h->packets : 0ULL);
+	for (int i = 0; i < 4; i++) {
+		const struct xdpr_ddos_host *f = host_of(&r, AF_INET, XDPR_DDOS_FROM, src[i]);
+		__u64 p = f ? f->packets : 0;
+
+		ok &= expect(p % 4 == 0 && p >= 4 * 150 && p <= 4 * 350,
+			     "source %s of every 4th packet: from meter %llu packets, expected 600-1400", src[i],
+			     (unsigned long long)p);
+		from += p;
+	}
+	ok &= expect(h && from == h->packets, "from meters %llu packets in all, the to meter %llu",
+		     (unsigned long long)from, h ? (unsigned long long)h->packets : 0ULL);
 	ban(AF_INET, XDPR_DDOS_TO, REM, 0, XDPR_DDOS_F_DROP);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 8; i++)
 		ok &= banned4("banned, sample 4: every packet dropped", "r0", &k);
 	if (xdpr_ddos_set_sample(&lib, 1))
 		die("xdpr_ddos_set_sample: %s", lib.err);
@@ -703,7 +727,7 @@ static const struct {
 	{ "one host on two CPUs: per-CPU shares summed by the loader", t_two_cpus },
 	{ "slots: a host whose slot is held goes to the hash, an idle holder is replaced, summed, deleted", t_slots },
 	{ "table full: forwarded, untracked counted, old hosts go on; flush empties it", t_full },
-	{ "sample 4: a quarter metered, each counted 4 times; bans see every packet", t_sample },
+	{ "sample 4: about a quarter metered at random gaps, each counted 4 times, every source its share; bans see every packet", t_sample },
 	{ "flush bans, hosts, protected prefixes", t_flush },
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))

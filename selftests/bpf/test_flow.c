@@ -381,22 +381,37 @@ static bool t_v6(void)
 	return ok;
 }
 
+/*
+ * Sample 4 on one CPU: 4,000 packets of four flows in turn, about a quarter
+ * metered (gaps drawn from 1 to 7), every flow its share: a fixed 1-in-4
+ * count would meter one flow only (the traffic's period is the sample's).
+ */
 static bool t_sample(void)
 {
 	struct pkt k = { .src = IN2, .dst = REM, .sport = 5002, .dport = 53 };
+	const int n = 4000;
+	__u64 total = 0;
 	struct found r;
 	bool ok = true;
 
 	start(true, 4, false);
 	if (!pin_cpu(0))
 		die("cannot pin to CPU 0: %s", strerror(errno));
-	for (int i = 0; i < 16; i++)
+	for (int i = 0; i < n; i++) {
+		k.sport = 5002 + i % 4;
 		ok &= fwd4("udp, sample 4", "r0", "r1", &k); /* every one forwarded */
+	}
 	r = flows();
-	ok &= expect(r.n == 1 && r.f[0].packets == 4, "sample 4 of 16 packets: %d flows, %llu packets metered",
-		     r.n, r.n ? (unsigned long long)r.f[0].packets : 0ULL);
-	ok &= expect(r.n == 1 && r.f[0].bytes == 4ULL * ip4_len(&k), "bytes %llu, expected %d",
-		     r.n ? (unsigned long long)r.f[0].bytes : 0ULL, 4 * ip4_len(&k));
+	ok &= expect(r.n == 4, "sample 4, 4 flows in turn: %d flows metered, expected 4", r.n);
+	for (int i = 0; i < r.n && i < 4; i++) {
+		ok &= expect(r.f[i].packets >= 150 && r.f[i].packets <= 350 &&
+				     r.f[i].bytes == r.f[i].packets * ip4_len(&k),
+			     "flow %d of every 4th packet: %llu packets %llu bytes metered, expected 150-350, %d bytes each",
+			     i, (unsigned long long)r.f[i].packets, (unsigned long long)r.f[i].bytes, ip4_len(&k));
+		total += r.f[i].packets;
+	}
+	ok &= expect(total >= 900 && total <= 1100, "%d packets, sample 4: %llu metered, expected 900-1100", n,
+		     (unsigned long long)total);
 	return ok;
 }
 
@@ -537,7 +552,7 @@ static const struct {
 	{ "ICMP: sport 0, dport type << 8 | code (error and echo)", t_icmp4 },
 	{ "masquerade: keyed as it arrived, source (out) / destination (back) as it left", t_masq },
 	{ "IPv6: UDP, TCP flags, ICMPv6 type", t_v6 },
-	{ "sample 4: 4 of 16 packets metered, all forwarded", t_sample },
+	{ "sample 4: about a quarter metered at random gaps, every flow its share, all forwarded", t_sample },
 	{ "one flow on two CPUs: per-CPU shares, merged by the loader", t_two_cpus },
 	{ "table full: forwarded, counted unmetered; old flows go on; flush empties it", t_full },
 	{ "xdpr_flow_delete, then -ENOENT", t_delete },

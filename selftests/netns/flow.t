@@ -8,7 +8,7 @@
 # and half from CPU 1 (r0 with two queues, XPS) are one flow with both CPUs'
 # shares merged; the ICMP echo replies coming back are keyed by the outside
 # address and show the inside destination; a TCP transfer ORs SYN, ACK and
-# FIN; sample 4 meters a quarter; meter off meters nothing; flush empties
+# FIN; sample 4 meters about a quarter; meter off meters nothing; flush empties
 # the table; bad arguments exit 2 with one Error: line.
 # shellcheck disable=SC2034 # read by nat_topo_create
 NAT_C1_QUEUES=2
@@ -169,8 +169,10 @@ ok "flow meter on sample 4" xdpr flow meter on sample 4
 is "$(fshow | jq -r '"\(.meter.state) \(.meter.sample)"')" "on 4" "-j flow show: sample 4"
 is "$(send 41002 100 200 0)" "cpu0 sent 100" "100 datagrams from C1:41002 on CPU 0"
 is "$(s_count)" 100 "S received all 100 (sampling only meters)"
-is "$(flow_of '.sport == 41002' | jq -r '.[] | "\(.packets) \(.bytes)"')" "25 5700" \
-	"sample 4: 25 of the 100 metered (25 x 228 bytes)"
+pb=$(flow_of '.sport == 41002' | jq -r '.[] | "\(.packets) \(.bytes)"')
+read -r sp sb <<<"$pb"
+ok "sample 4: about 25 of the 100 metered, 228 bytes each (random gaps of 1 to 7; got: ${pb:-none})" \
+	eval '[ -n "$sp" ] && [ "$sp" -ge 12 ] && [ "$sp" -le 38 ] && [ "$sb" -eq $((sp * 228)) ]'
 
 # ---- off again
 ok "flow meter off" xdpr flow meter off
