@@ -131,11 +131,18 @@ static __always_inline int ddos_insert(void *map, const struct xdpr_ddos_key *k,
 	return err ? -1 : 0;
 }
 
+/*
+ * a == b.  Word 0 holds family and direction, 1-4 the address: an IPv4
+ * key's words 2-4 are zero in every key made (the datapath's from a zeroed
+ * key, the loader's), so two IPv4 keys differ in words 0-1 or not at all.
+ */
 static __always_inline int ddos_key_eq(const struct xdpr_ddos_key *a, const struct xdpr_ddos_key *b)
 {
 	const __u32 *x = (const __u32 *)a, *y = (const __u32 *)b;
 
-	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4];
+	if (x[0] != y[0] || x[1] != y[1])
+		return 0;
+	return b->family == AF_INET || (x[2] == y[2] && x[3] == y[3] && x[4] == y[4]);
 }
 
 /* Is the "to" key k inside a protected prefix?  (The LPM trie: a new host's first packet only.) */
