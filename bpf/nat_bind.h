@@ -288,8 +288,8 @@ static __always_inline int alloc_try(struct nat_scratch *sc, __u16 port, __u64 h
 		/* sessions that can only have expired, unswept */
 		if (idle <= dead_after + grace)
 			return 0;
-	} else if (idle <= holddown && b->in_addr != q->key.saddr) {
-		return 0; /* held for its last host for the hold-down */
+	} else if (idle < holddown && b->in_addr != q->key.saddr) {
+		return 0; /* held for its last host for the hold-down (none with hold-down 0) */
 	}
 	old_in = b->in_addr;
 	old_port = b->in_port;

@@ -1236,6 +1236,47 @@ static bool t_holddown_not_exhausted(void)
 	return ok;
 }
 
+/*
+ * No hold-down (0 s), the range full of A's expired sessions, none swept
+ * yet: B's first packet finds no free port, sweeps under pressure and gets
+ * one of the ports that sweep gave back, at once.  (Found by the 100,000
+ * hosts case on a faster machine: the sweep had just set the bindings'
+ * last_active to the packet's own time, idle 0, and "idle <= hold-down"
+ * kept them for A even with no hold-down: drop_nat_no_port.)
+ */
+static bool t_holddown_zero(void)
+{
+	struct pkt k = { .src = IN3, .dst = REM, .sport = 30001, .dport = 53 };
+	struct evs e0, e1;
+	__u16 ports[4] = {}, p;
+	char what[64];
+	bool ok = true;
+	int j;
+
+	fresh_all();
+	rule_write(1, XDPR_NAT_MASQ, "0.0.0.0", 0, NULL, 0, 20000, 20003);
+	cfg_write(1, 0, XDPR_DEF_HOST_LIMIT);
+	for (int i = 0; i < 4; i++) {
+		snprintf(what, sizeof(what), "A: flow %d from 10.0.1.2:%d", i + 1, 30001 + i);
+		ports[i] = open_flow(what, (struct pkt){ .src = IN2, .dst = REM, .sport = 30001 + i,
+							 .dport = 53 }, EV(XOUT, NEW), &ok);
+	}
+	sleep_ms(1500); /* expired (UDP 1 s), unswept; no sweep under pressure in the last second */
+	read_ev(0, &e0);
+	/* the search in vain (64 probes), the sweep (A's 4 sessions), the search again */
+	p = open_flow("B: its sweep frees A's ports, B gets one", k,
+		      EV(XOUT, NEW, [XDPR_NE_PROBES] = 64, [XDPR_NE_SESS_EXPIRED] = 4, [XDPR_NE_PORT_REUSED] = 1),
+		      &ok);
+	read_ev(0, &e1);
+	ok &= ev_delta("B's packet, router-wide", &e0, &e1, EV([XDPR_NE_SWEEPS] = 1));
+	for (j = 0; j < 4 && ports[j] != p; j++)
+		;
+	ok &= expect(j < 4, "B got port %u, not one of A's", p);
+	ok &= check_sess("B", &(struct sess){ IN3, REM, OUTA, 30001, 53, p, IPPROTO_UDP, XDPR_CT_SEEN_OUT, 1, 1 });
+	cfg_defaults();
+	return ok;
+}
+
 /* ---- the router's own sockets ---- */
 
 static int sock_bound(int type, const char *addr, __u16 port)
@@ -1472,6 +1513,8 @@ static const struct {
 	  t_holddown_same_host },
 	{ "capacity after hold-down: another host's vain search does not lock the owner out of "
 	  "its held-down ports", t_holddown_not_exhausted },
+	{ "no hold-down: a host's sweep under pressure frees expired hosts' ports for it at once",
+	  t_holddown_zero },
 	{ "port shadowing: a socket of the router on its outside address is never shadowed",
 	  t_shadow_addr },
 	{ "port shadowing: a wildcard socket of the router is never shadowed (EIF rule)",
