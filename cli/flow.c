@@ -18,7 +18,7 @@
 #include "cli.h"
 #include "out.h"
 
-#define FLOW_SAMPLE_MAX 1000000
+#define FLOW_SAMPLE_MAX XDPR_SAMPLE_MAX
 
 static void flow_usage(void)
 {

@@ -67,8 +67,13 @@ int xdpr_ddos_set(struct xdpr *x, bool on)
 int xdpr_ddos_set_sample(struct xdpr *x, __u32 n)
 {
 	struct xdpr_cfg c;
-	int err = xdpr_cfg_get(x, &c);
+	int err;
 
+	if (n > XDPR_SAMPLE_MAX) {
+		seterr(x, "sample %u: at most %d", n, XDPR_SAMPLE_MAX);
+		return -EINVAL;
+	}
+	err = xdpr_cfg_get(x, &c);
 	if (err)
 		return err;
 	c.ddos_sample = n ? n : 1;

@@ -112,8 +112,13 @@ long xdpr_flow_flush(struct xdpr *x)
 int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample)
 {
 	struct xdpr_cfg c;
-	int err = xdpr_cfg_get(x, &c);
+	int err;
 
+	if (sample > XDPR_SAMPLE_MAX) {
+		seterr(x, "sample %u: at most %d", sample, XDPR_SAMPLE_MAX);
+		return -EINVAL;
+	}
+	err = xdpr_cfg_get(x, &c);
 	if (err)
 		return err;
 	c.flow_sample = sample ? sample : 1;

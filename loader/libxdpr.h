@@ -648,7 +648,15 @@ struct xdpr_flow {              /* one metered flow, summed over CPUs */
  */
 int xdpr_flow_foreach(struct xdpr *x, int (*cb)(const struct xdpr_flow *f, void *arg), void *arg);
 int xdpr_flow_delete(struct xdpr *x, const struct xdpr_flow *f);  /* -ENOENT if gone */
-/* Meter on/off, 1 packet in sample per CPU (0: 1).  Hold the lock (XDPR_O_LOCK). */
+/*
+ * The largest sample of the flow and DDoS meters: the datapath draws gaps of
+ * 1 to 2N - 1 packets (bpf/ddos.h), which must fit 32 bits.
+ */
+#define XDPR_SAMPLE_MAX 1000000
+/*
+ * Meter on/off, 1 packet in sample per CPU (0: 1).  Hold the lock (XDPR_O_LOCK).
+ * -EINVAL (nothing changed) above XDPR_SAMPLE_MAX.
+ */
 int xdpr_flow_set(struct xdpr *x, bool on, __u32 sample);
 /*
  * Meter state; any pointer may be NULL: unmetered, packets of new flows that
@@ -684,6 +692,7 @@ int xdpr_ddos_set(struct xdpr *x, bool on);
  * Meter 1 packet in n per CPU (0 or 1: every one), each metered packet
  * counted n times: meters, rates and thresholds stay in real units, an
  * estimate within the sampling's error; bans still see every packet.
+ * -EINVAL (nothing changed) above XDPR_SAMPLE_MAX.
  */
 int xdpr_ddos_set_sample(struct xdpr *x, __u32 n);
 int xdpr_ddos_get_sample(struct xdpr *x, __u32 *n);

@@ -686,6 +686,14 @@ static bool t_sample(void)
 	ban(AF_INET, XDPR_DDOS_TO, REM, 0, XDPR_DDOS_F_DROP);
 	for (int i = 0; i < 8; i++)
 		ok &= banned4("banned, sample 4: every packet dropped", "r0", &k);
+	{
+		__u32 s = 0;
+
+		ok &= expect(xdpr_ddos_set_sample(&lib, XDPR_SAMPLE_MAX + 1) == -EINVAL &&
+				     xdpr_ddos_set_sample(&lib, 0x80000001u) == -EINVAL &&
+				     !xdpr_ddos_get_sample(&lib, &s) && s == 4,
+			     "samples above %d: not refused, or the sample changed to %u", XDPR_SAMPLE_MAX, s);
+	}
 	if (xdpr_ddos_set_sample(&lib, 1))
 		die("xdpr_ddos_set_sample: %s", lib.err);
 	return ok;

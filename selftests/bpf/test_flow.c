@@ -539,6 +539,12 @@ static bool t_set(void)
 		     "xdpr_flow_get: on %d sample %u", on, sample);
 	ok &= expect(!xdpr_flow_set(&lib, false, 0) && !xdpr_flow_get(&lib, &on, &sample, NULL, NULL, NULL) &&
 		     !on && sample == 1, "off: on %d sample %u", on, sample);
+	bpf_map_lookup_elem(cfg_fd, &zero, &a);
+	ok &= expect(xdpr_flow_set(&lib, true, XDPR_SAMPLE_MAX + 1) == -EINVAL && strstr(lib.err, "at most"),
+		     "sample %d: not refused (%s)", XDPR_SAMPLE_MAX + 1, lib.err);
+	ok &= expect(xdpr_flow_set(&lib, true, 0x80000001u) == -EINVAL, "sample 0x80000001: not refused");
+	bpf_map_lookup_elem(cfg_fd, &zero, &b);
+	ok &= expect(!memcmp(&a, &b, sizeof(a)), "a refused sample changed the settings");
 	return ok;
 }
 
