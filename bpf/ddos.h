@@ -22,6 +22,7 @@
 #include <bpf/bpf_endian.h>
 #include "xdpr_shared.h"
 #include "parse.h"
+#include "stats.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -282,11 +283,9 @@ __noinline int ddos_step(struct xdp_md *ctx, __u32 flags, __u32 w)
 /*
  * What this packet counts for in the meters: 0 when they are off or the
  * packet is not sampled, else xdpr_cfg.ddos_sample (1 in N packets metered
- * per CPU on average, each counted N times: the meters estimate the traffic
- * at 1/N of the cost; the bans see every packet).  The gap to the next
- * sampled packet is drawn at random, 1 to 2N - 1 packets (mean N): a fixed
- * 1-in-N count would alias with traffic of period N (hosts sent to in
- * turn), giving one host every sample and the others none.  Inline in
+ * per CPU on average, at random gaps (stats.h, sample_take), each counted
+ * N times: the meters estimate the traffic at 1/N of the cost; the bans
+ * see every packet).  Inline in
  * xdpr_forward, so that a packet the sample skips costs no call when there
  * is no ban either.
  */
@@ -300,14 +299,7 @@ static __always_inline __u32 ddos_weight(const struct xdpr_cfg *cfg)
 	if (n <= 1)
 		return 1;
 	st = bpf_map_lookup_elem(&xdpr_ddos_stats, &zero);
-	if (!st)
-		return 0;
-	if (st->tick > 1) { /* packets left until the next sampled one, this one included */
-		st->tick--;
-		return 0;
-	}
-	st->tick = 1 + bpf_get_prandom_u32() % (2 * n - 1);
-	return n;
+	return st && sample_take(&st->tick, n) ? n : 0;
 }
 
 #endif /* XDPR_DDOS_H */

@@ -143,13 +143,8 @@ __noinline int flow_in(struct xdp_md *ctx)
 	l2 = l2_scratch();
 	if (!ctx || !m || !cfg || !l2)
 		return 0;
-	if (cfg->flow_sample > 1) { /* 1 in N on average, at random gaps of 1 to 2N - 1 (ddos.h, ddos_weight) */
-		if (m->tick > 1) {
-			m->tick--;
-			return 0;
-		}
-		m->tick = 1 + bpf_get_prandom_u32() % (2 * cfg->flow_sample - 1);
-	}
+	if (cfg->flow_sample > 1 && !sample_take(&m->tick, cfg->flow_sample))
+		return 0;
 	__builtin_memset(&m->key, 0, sizeof(m->key));
 	if (flow_tuple(ctx, m->key.src, m->key.dst, &m->key.sport, &m->key.dport, &m->key.proto,
 		       &m->key.family, &l3len, &fl))

@@ -21,4 +21,23 @@ static __always_inline int count_exit(__u32 slot, int reason, __u64 bytes)
 	return xdpr_reason_verdict(reason);
 }
 
+/*
+ * Sampling 1 packet in n (n > 1) on average with this CPU's counter *gap
+ * (packets left until the next sampled one, this one included): 1 when
+ * this packet is sampled.  The next gap is drawn at random, 1 to 2n - 1
+ * packets (mean n): a fixed 1-in-n count would alias with traffic of
+ * period n (hosts or flows sent to in turn), giving one every sample and
+ * the others none.  n <= XDPR_SAMPLE_MAX (the loader's bound), so 2n - 1
+ * fits.  The DDoS meters (ddos.h) and the flow meter (flow.h) use it.
+ */
+static __always_inline int sample_take(__u32 *gap, __u32 n)
+{
+	if (*gap > 1) {
+		(*gap)--;
+		return 0;
+	}
+	*gap = 1 + bpf_get_prandom_u32() % (2 * n - 1);
+	return 1;
+}
+
 #endif /* XDPR_STATS_H */
