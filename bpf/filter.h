@@ -190,17 +190,117 @@ static __always_inline __u8 flow_bits(__u8 proto, __u8 tcp_flags, int out)
 
 static __always_inline __u32 hot_set(__be32 a, __be32 b, __be16 pa, __be16 pb, __u8 proto)
 {
-	__u32 h = a * 0x9e3779b1u ^ b * 0x85ebca77u ^ ((__u32)pa << 16 | pb) * 0xc2b2ae3du ^ proto;
-
-	h ^= h >> 15;
-	h *= 0x2c1b3c6du;
-	return h >> (32 - XDPR_FLT_HOT_BITS);
+	return xdpr_flt_hot_set_of(a, b, pa, pb, proto);
 }
 
 static __always_inline int hot_is(const struct xdpr_flt_hot *e, __be32 a, __be32 b, __be16 pa, __be16 pb,
 				  __u8 proto)
 {
 	return e->a == a && e->b == b && e->pa == pa && e->pb == pb && e->proto == proto;
+}
+
+/* A copy made at (coarse ns >> XDPR_FLT_HOT_SHIFT) still live at now (the same units)? */
+static __always_inline int hot_live(const struct xdpr_flt_hot *e, __u32 now)
+{
+	return now - e->at < XDPR_FLT_HOT_AGE;
+}
+
+/*
+ * Copy a state this CPU found (or made) in the flow table, read under
+ * generation gen: into its flow's way, else a free or lapsed one (the
+ * other lapsed ways freed); not when every way holds another flow's live
+ * copy, nor when the set already holds a later generation's copies.
+ */
+static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bits, __u8 orig_b, __u32 gen,
+					  __u64 now)
+{
+	__be32 a = *(const __be32 *)k->a, b = *(const __be32 *)k->b;
+	__u32 t = now >> XDPR_FLT_HOT_SHIFT, i;
+	struct xdpr_flt_hot_set *set;
+	struct xdpr_flt_hot *e;
+	int use = -1;
+
+	if (k->family != 4 || (k->proto != IPPROTO_TCP && k->proto != IPPROTO_UDP))
+		return;
+	i = hot_set(a, b, k->pa, k->pb, k->proto);
+	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
+	if (!set)
+		return;
+	if (set->gen != gen) {
+		if ((__s32)(gen - set->gen) < 0)
+			return; /* a flush since this state was read: the copy would be void */
+		set->gen = gen; /* the other ways are an earlier generation's: void */
+#pragma unroll
+		for (int w = 0; w < XDPR_FLT_HOT_WAYS; w++)
+			set->e[w].proto = 0;
+	}
+#pragma unroll
+	for (int w = 0; w < XDPR_FLT_HOT_WAYS; w++) {
+		e = &set->e[w];
+		if (hot_is(e, a, b, k->pa, k->pb, k->proto)) {
+			use = w;
+		} else if (e->proto && !hot_live(e, t)) {
+			e->proto = 0; /* lapsed: free, and never live again after its clock wraps */
+		}
+	}
+	if (use < 0) {
+#pragma unroll
+		for (int w = XDPR_FLT_HOT_WAYS - 1; w >= 0; w--)
+			if (!set->e[w].proto)
+				use = w;
+	}
+	if (use < 0 || use >= XDPR_FLT_HOT_WAYS)
+		return; /* three live copies of other flows: they stay */
+	e = &set->e[use];
+	e->a = a;
+	e->b = b;
+	e->pa = k->pa;
+	e->pb = k->pb;
+	e->at = t;
+	e->proto = k->proto;
+	e->bits = bits;
+	e->orig_b = orig_b;
+	e->pad = 0;
+}
+
+/*
+ * The packet's flow has a copy on this CPU that lapsed, or none in a set
+ * full of other flows' live copies: the flow table decides as flt_track
+ * would for a packet that changes nothing (flt4_hot's kind).  Its state still there, not expired, this direction seen: the
+ * state's last_seen refreshed as flt_track does, the copy made again, 1
+ * (the packet passes); else 0 and the filter step decides.  The key is the
+ * canonical one (a, b, ports = pa << 16 | pb as in the packet, proto |
+ * from_a << 8).  A global function: verified once, its key on a stack of
+ * its own rather than in the forwarding path's frame.
+ */
+__noinline int flt4_renew(__u32 a, __u32 b, __u32 ports, __u32 meta, __u64 now)
+{
+	struct xdpr_flow_key key = {};
+	struct xdpr_flt_flow *f;
+	struct xdpr_cfg *cfg;
+	__u8 proto = meta & 0xff, bit;
+	__u32 zero = 0, gen;
+
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (!cfg)
+		return 0;
+	gen = cfg->flt_gen; /* before the table, as flt_track reads it */
+	*(__u32 *)key.a = a;
+	*(__u32 *)key.b = b;
+	key.pa = ports >> 16;
+	key.pb = ports & 0xffff;
+	key.proto = proto;
+	key.family = 4;
+	f = nat_lookup(&xdpr_flt_flows, &key);
+	if (!f || flow_expired(cfg, f, proto, now))
+		return 0;
+	bit = ((meta >> 8) & 1) ^ f->orig_b ? XDPR_CT_SEEN_OUT : XDPR_CT_SEEN_IN;
+	if (!(f->state & bit))
+		return 0;
+	if (now - f->last_seen > NSEC)
+		f->last_seen = now; /* a shared line: at most once a second */
+	flt4_hot_fill(&key, f->state, f->orig_b, gen, now);
+	return 1;
 }
 
 /*
@@ -215,7 +315,7 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 	__be16 sp, dp, pa, pb;
 	__be32 a, b;
 	__u32 slot, k;
-	int from_a;
+	int from_a, full = 1;
 
 	if (p->frag || !l4)
 		return 0;
@@ -244,51 +344,32 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 	}
 	k = hot_set(a, b, pa, pb, p->proto);
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &k);
-	if (!set)
+	if (!set || set->gen != cfg->flt_gen)
 		return 0;
 #pragma unroll
-	for (int w = 0; w < 2; w++) {
+	for (int w = 0; w < XDPR_FLT_HOT_WAYS; w++) {
 		const struct xdpr_flt_hot *e = &set->e[w];
 
 		if (hot_is(e, a, b, pa, pb, p->proto)) {
 			__u8 bit = from_a ^ e->orig_b ? XDPR_CT_SEEN_OUT : XDPR_CT_SEEN_IN;
 
-			return e->gen == cfg->flt_gen && now - e->at < XDPR_FLT_HOT_NS && (e->bits & bit);
+			if (!(e->bits & bit))
+				return 0; /* this direction's first packet: flt_track marks it */
+			if (hot_live(e, now >> XDPR_FLT_HOT_SHIFT))
+				return 1;
+			/* lapsed: the table, without the filter step's view of the packet */
+			return flt4_renew(a, b, (__u32)pa << 16 | pb, p->proto | from_a << 8, now);
 		}
+		if (!e->proto || !hot_live(e, now >> XDPR_FLT_HOT_SHIFT))
+			full = 0;
 	}
-	return 0;
-}
-
-/* Copy a state this CPU found (or made) in the flow table into the first way of its set. */
-static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bits, __u8 orig_b, __u32 gen,
-					  __u64 now)
-{
-	__be32 a = *(const __be32 *)k->a, b = *(const __be32 *)k->b;
-	struct xdpr_flt_hot_set *set;
-	struct xdpr_flt_hot *e;
-	__u32 i;
-
-	if (k->family != 4 || (k->proto != IPPROTO_TCP && k->proto != IPPROTO_UDP))
-		return;
-	i = hot_set(a, b, k->pa, k->pb, k->proto);
-	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
-	if (!set)
-		return;
-	/* the copy made now goes first, the other one second (evicted next) */
-	if (!hot_is(&set->e[0], a, b, k->pa, k->pb, k->proto))
-		set->e[1] = set->e[0];
-	e = &set->e[0];
-	e->a = a;
-	e->b = b;
-	e->pa = k->pa;
-	e->pb = k->pb;
-	e->proto = k->proto;
-	e->bits = bits;
-	e->orig_b = orig_b;
-	e->pad = 0;
-	e->gen = gen;
-	e->pad2 = 0;
-	e->at = now;
+	/*
+	 * No copy.  With a free or lapsed way the flow would most likely have
+	 * one if it were established here: the filter step.  With every way
+	 * another flow's live copy (more flows than ways in the set), it may
+	 * well be: the table first, as for a lapsed copy.
+	 */
+	return full ? flt4_renew(a, b, (__u32)pa << 16 | pb, p->proto | from_a << 8, now) : 0;
 }
 
 /* ---- classification ---- */
@@ -723,9 +804,9 @@ static __always_inline void flt_unkeep4(const struct iphdr *iph)
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
 	if (!set)
 		return;
-	for (int w = 0; w < 2; w++)
+	for (int w = 0; w < XDPR_FLT_HOT_WAYS; w++)
 		if (hot_is(&set->e[w], a, b, fp->key.pa, fp->key.pb, fp->key.proto))
-			set->e[w].at = 0; /* void: older than any copy passes on */
+			set->e[w].proto = 0; /* void: a free way */
 }
 
 /* ---- the packet, IPv4 and IPv6 ---- */

@@ -87,6 +87,8 @@ struct pkt {
 	int before;
 	int wait_ms;
 	bool hot;             /* after it, a CPU holds a copy of its flow's state */
+	bool cold;            /* after it, no CPU holds a live copy of its flow's state */
+	int way;              /* 1-4: source port way_port[way - 1], four flows of one copy set */
 };
 
 #define FLUSH  1
@@ -214,6 +216,24 @@ static const struct fcase cases[] = {
 	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
 	    { .before = FORGET, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000,
 	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
+	{ "IPv4: three copies a set; a fourth flow of the set asks the table while they live, then takes a lapsed way",
+	  DROP, { "proto udp dport 53 accept" },
+	  { { .way = 1, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .way = 2, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .way = 3, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .way = 4, .reason = XDPR_FWD, .rule = 1, .cold = true },
+	    { .way = 1, .reason = XDPR_FWD, .hot = true },
+	    { .way = 4, .reason = XDPR_FWD, .cold = true },
+	    { .way = 4, .wait_ms = 200, .reason = XDPR_FWD, .hot = true },
+	    { .way = 1, .reason = XDPR_FWD, .hot = true } } },
+	{ "IPv4: a lapsed copy asks the table again: kept while the state lives, gone with it", DROP,
+	  { "proto udp dport 53 accept" },
+	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .wait_ms = 200, .reason = XDPR_FWD, .hot = true },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD,
+	      .hot = true },
+	    { .before = FORGET, .wait_ms = 200, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
+	      .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true } } },
 	{ "traffic for the router itself never meets the filter", DROP, { NULL },
 	  { { .dst = "10.0.2.1", .reason = XDPR_PASS_FIB_NOT_FWDED }, { .ip = 6, .dst = "2001:db8:1::1", .reason = XDPR_PASS_FIB_NOT_FWDED } } },
 };
@@ -412,12 +432,44 @@ static void install(const struct fcase *c, __u32 slot)
 	clear_map(bpf_map__fd(skel->maps.xdpr_flt_frags), sizeof(struct xdpr_frag_key));
 }
 
-/* Does some CPU hold a copy of the state of the packet's (IPv4) flow? */
+/*
+ * Four source ports whose flows 10.0.1.2:port -> 10.0.2.2:53 (UDP) have
+ * their copies in one set (the datapath's hash, xdpr_shared.h).
+ */
+static __u32 way_port[4];
+
+static void find_way_ports(void)
+{
+	struct in_addr s, d;
+	__u32 set = 0;
+	int n = 0;
+
+	inet_pton(AF_INET, "10.0.1.2", &s);
+	inet_pton(AF_INET, "10.0.2.2", &d);
+	for (__u32 port = 40001; port < 65536 && n < 4; port++) {
+		/* canonical: 10.0.1.2 is the lower address, endpoint a */
+		__u32 k = xdpr_flt_hot_set_of(s.s_addr, d.s_addr, htons(port), htons(53), IPPROTO_UDP);
+
+		if (n == 0)
+			set = k;
+		if (k == set)
+			way_port[n++] = port;
+	}
+	if (n < 4)
+		die("no four ports share a copy set");
+}
+
+static __u32 pkt_sport(const struct pkt *p)
+{
+	return p->way ? way_port[p->way - 1] : p->sport;
+}
+
+/* Does some CPU hold a live copy of the state of the packet's (IPv4) flow? */
 static bool hot_copy(const struct pkt *p)
 {
 	struct xdpr_flt_hot_set *v = calloc(ncpus, sizeof(*v));
 	struct in_addr s, d;
-	__be16 sp = htons(p->sport ?: 40000), dp = htons(p->dport ?: 53);
+	__be16 sp = htons(pkt_sport(p) ?: 40000), dp = htons(p->dport ?: 53);
 	struct xdpr_cfg cfg;
 	struct timespec ts;
 	__u32 zero = 0;
@@ -437,11 +489,11 @@ static bool hot_copy(const struct pkt *p)
 		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_flt_hot), &k, v))
 			die("cannot read the flow copies: %s", strerror(errno));
 		for (int c = 0; c < ncpus && !found; c++)
-			for (int w = 0; w < 2; w++) {
+			for (int w = 0; w < XDPR_FLT_HOT_WAYS && v[c].gen == cfg.flt_gen; w++) {
 				const struct xdpr_flt_hot *e = &v[c].e[w];
 
-				found |= e->proto == (p->proto ?: IPPROTO_UDP) && e->gen == cfg.flt_gen &&
-					 now - e->at < XDPR_FLT_HOT_NS &&
+				found |= e->proto == (p->proto ?: IPPROTO_UDP) &&
+					 (__u32)(now >> XDPR_FLT_HOT_SHIFT) - e->at < XDPR_FLT_HOT_AGE &&
 					 ((e->a == s.s_addr && e->b == d.s_addr && e->pa == sp && e->pb == dp) ||
 					  (e->a == d.s_addr && e->b == s.s_addr && e->pa == dp && e->pb == sp));
 			}
@@ -515,7 +567,7 @@ static void build(struct frame *f, const struct pkt *p)
 	if (l4len >= 8)
 		build_l4(f, proto, 0, l4len, 0);
 	if (proto == IPPROTO_UDP || proto == IPPROTO_TCP) {
-		put16(l4, p->sport ? p->sport & 0xffff : 40000);
+		put16(l4, pkt_sport(p) ? pkt_sport(p) & 0xffff : 40000);
 		put16(l4 + 2, p->dport ? p->dport & 0xffff : 53);
 	}
 	if (proto == IPPROTO_TCP)
@@ -692,6 +744,10 @@ static bool run_pkt(const struct fcase *c, int k)
 		note("packet %d: no CPU holds a copy of its flow's state", k + 1);
 		ok = false;
 	}
+	if (p->cold && hot_copy(p)) {
+		note("packet %d: a CPU holds a live copy of its flow's state", k + 1);
+		ok = false;
+	}
 	if (ok && p->reason == XDPR_TX_FILTER_REJECT && !check_reject(&f, &out, p)) {
 		note("packet %d: the reject answer is wrong", k + 1);
 		ok = false;
@@ -765,6 +821,7 @@ int main(void)
 	if (ncpus < 1)
 		die("cannot count CPUs: %s", strerror(-ncpus));
 	setup_netns();
+	find_way_ports();
 
 	printf("1..%d\n", NCASES);
 	for (int i = 0; i < NCASES; i++) {
