@@ -6,6 +6,10 @@
   filter_rules.py nft    N KIND [OPTIONS]   the same list as one nft forward chain (a rule each)
   filter_rules.py nftset N KIND [OPTIONS]   the same list as nft sets, one rule per rule shape
   filter_rules.py analyze FILE [OPTIONS]    what xdpr's classifier does for one bench packet
+  filter_rules.py copies FLOWS [OPTIONS]    where the bench's established flows' per-CPU copies
+                                            fall (xdpr_flt_hot): sets used, and the share of flows
+                                            and of packets that miss with 2 ways (newest first),
+                                            3 ways (live copies kept), as the flows take turns
 
 N rules that match none of the bench's traffic come first, then the final
 accept that matches it.  KIND:
@@ -426,9 +430,37 @@ def analyze(path, pkt):
             "first_match": best}
 
 
+def hot_set(a, b, pa, pb, proto, bits=13):
+    """xdpr_flt_hot_set_of (bpf/xdpr_shared.h): network-order words as x86 loads them."""
+    m = 0xffffffff
+    h = (a * 0x9e3779b1 & m) ^ (b * 0x85ebca77 & m) ^ (((pa << 16) | pb) * 0xc2b2ae3d & m) ^ proto
+    h ^= h >> 15
+    h = h * 0x2c1b3c6d & m
+    return h >> (32 - bits)
+
+
+def copies(flows, src, sport):
+    """The bench's flows src:sport+f -> 10.71.2.2:9 (UDP, canonical key) over the copy sets."""
+    le32 = lambda ip: int.from_bytes(ipaddress.ip_address(ip).packed, "little")
+    le16 = lambda p: int.from_bytes(p.to_bytes(2, "big"), "little")
+    a, b = le32(src), le32("10.71.2.2")
+    if ipaddress.ip_address(src) > ipaddress.ip_address("10.71.2.2"):
+        a, b = b, a  # canonical: the lower address first (ports follow; the bench's are fixed)
+    per = {}
+    for f in range(flows):
+        k = hot_set(a, b, le16(sport + f), le16(DPORT), 17)
+        per[k] = per.get(k, 0) + 1
+    r = {"flows": flows, "sets_used": len(per)}
+    # least recently used, 2 ways: a set of more flows than ways misses on every packet of each
+    r["lru2_flows_missing"] = sum(n for n in per.values() if n > 2) / flows
+    # 3 ways, live copies kept: only the flows beyond the third miss
+    r["keep3_packets_missing"] = sum(n - 3 for n in per.values() if n > 3) / flows
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["xdpr", "nft", "nftset", "analyze"])
+    ap.add_argument("what", choices=["xdpr", "nft", "nftset", "analyze", "copies"])
     ap.add_argument("n", help="rules in front of the final accept (analyze: the xdpr rule file)")
     ap.add_argument("kind", nargs="?", default="mixed", choices=["mixed", "same"])
     ap.add_argument("--seed", type=int, default=11)
@@ -438,6 +470,11 @@ def main():
     ap.add_argument("--src", default="10.71.1.2", help="analyze: the packet's source")
     ap.add_argument("--sport", type=int, default=10000)
     a = ap.parse_args()
+    if a.what == "copies":
+        r = copies(int(a.n), a.src, a.sport)
+        print("{" + ",".join('"%s":%s' % (k, round(v, 4) if isinstance(v, float) else v)
+                             for k, v in r.items()) + "}")
+        return
     if a.what == "analyze":
         pkt = {"src": ipaddress.ip_address(a.src), "dst": ipaddress.ip_address("10.71.2.2"),
                "sport": a.sport, "dport": DPORT, "proto": 17, "in": a.dev_in, "out": a.dev_out,
