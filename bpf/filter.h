@@ -266,12 +266,13 @@ static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bi
 /*
  * The packet's flow has a copy on this CPU that lapsed, or none in a set
  * full of other flows' live copies: the flow table decides as flt_track
- * would for a packet that changes nothing (flt4_hot's kind).  Its state still there, not expired, this direction seen: the
- * state's last_seen refreshed as flt_track does, the copy made again, 1
- * (the packet passes); else 0 and the filter step decides.  The key is the
- * canonical one (a, b, ports = pa << 16 | pb as in the packet, proto |
- * from_a << 8).  A global function: verified once, its key on a stack of
- * its own rather than in the forwarding path's frame.
+ * would for a packet that changes nothing (flt4_hot's kind).  Its state
+ * still there, not expired, this direction seen: the state's last_seen
+ * refreshed as flt_track does, the copy made again, 1 (the packet
+ * passes); else 0 and the filter step decides.  The key is the canonical
+ * one (a, b, ports = pa << 16 | pb as in the packet, proto | from_a << 8).
+ * A global function: verified once, its key on a stack of its own rather
+ * than in the forwarding path's frame.
  */
 __noinline int flt4_renew(__u32 a, __u32 b, __u32 ports, __u32 meta, __u64 now)
 {
