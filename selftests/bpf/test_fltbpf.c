@@ -464,15 +464,22 @@ static __u32 pkt_sport(const struct pkt *p)
 	return p->way ? way_port[p->way - 1] : p->sport;
 }
 
-/* Does some CPU hold a live copy of the state of the packet's (IPv4) flow? */
+/*
+ * Does some CPU hold a live copy of the state of the packet's (IPv4) flow?
+ * One read: the set the datapath puts it in (its canonical key's hash), so
+ * that the check takes microseconds and the copies checked do not lapse
+ * (XDPR_FLT_HOT_NS) while a case runs.
+ */
 static bool hot_copy(const struct pkt *p)
 {
 	struct xdpr_flt_hot_set *v = calloc(ncpus, sizeof(*v));
 	struct in_addr s, d;
-	__be16 sp = htons(pkt_sport(p) ?: 40000), dp = htons(p->dport ?: 53);
+	__be16 sp = htons(pkt_sport(p) ?: 40000), dp = htons(p->dport ?: 53), pa, pb;
+	__u8 proto = p->proto ?: IPPROTO_UDP;
 	struct xdpr_cfg cfg;
 	struct timespec ts;
-	__u32 zero = 0;
+	__u32 zero = 0, k;
+	__be32 a, b;
 	__u64 now;
 	bool found = false;
 
@@ -485,19 +492,21 @@ static bool hot_copy(const struct pkt *p)
 	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	inet_pton(AF_INET, p->src ?: "10.0.1.2", &s);
 	inet_pton(AF_INET, p->dst ?: "10.0.2.2", &d);
-	for (__u32 k = 0; k < 1u << XDPR_FLT_HOT_BITS && !found; k++) {
-		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_flt_hot), &k, v))
-			die("cannot read the flow copies: %s", strerror(errno));
-		for (int c = 0; c < ncpus && !found; c++)
-			for (int w = 0; w < XDPR_FLT_HOT_WAYS && v[c].gen == cfg.flt_gen; w++) {
-				const struct xdpr_flt_hot *e = &v[c].e[w];
+	/* canonical, as flow_key: the lower address (then port) is endpoint a */
+	if (ntohl(s.s_addr) < ntohl(d.s_addr) || (s.s_addr == d.s_addr && ntohs(sp) <= ntohs(dp)))
+		a = s.s_addr, b = d.s_addr, pa = sp, pb = dp;
+	else
+		a = d.s_addr, b = s.s_addr, pa = dp, pb = sp;
+	k = xdpr_flt_hot_set_of(a, b, pa, pb, proto);
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_flt_hot), &k, v))
+		die("cannot read the flow copies: %s", strerror(errno));
+	for (int c = 0; c < ncpus && !found; c++)
+		for (int w = 0; w < XDPR_FLT_HOT_WAYS && v[c].gen == cfg.flt_gen; w++) {
+			const struct xdpr_flt_hot *e = &v[c].e[w];
 
-				found |= e->proto == (p->proto ?: IPPROTO_UDP) &&
-					 (__u32)(now >> XDPR_FLT_HOT_SHIFT) - e->at < XDPR_FLT_HOT_AGE &&
-					 ((e->a == s.s_addr && e->b == d.s_addr && e->pa == sp && e->pb == dp) ||
-					  (e->a == d.s_addr && e->b == s.s_addr && e->pa == dp && e->pb == sp));
-			}
-	}
+			found |= e->proto == proto && e->a == a && e->b == b && e->pa == pa && e->pb == pb &&
+				 (__u32)(now >> XDPR_FLT_HOT_SHIFT) - e->at < XDPR_FLT_HOT_AGE;
+		}
 	free(v);
 	return found;
 }
