@@ -188,11 +188,6 @@ static __always_inline __u8 flow_bits(__u8 proto, __u8 tcp_flags, int out)
 
 /* ---- per-CPU copies of established IPv4 flows (xdpr_shared.h, xdpr_flt_hot) ---- */
 
-static __always_inline __u32 hot_set(__be32 a, __be32 b, __be16 pa, __be16 pb, __u8 proto)
-{
-	return xdpr_flt_hot_set_of(a, b, pa, pb, proto);
-}
-
 static __always_inline int hot_is(const struct xdpr_flt_hot *e, __be32 a, __be32 b, __be16 pa, __be16 pb,
 				  __u8 proto)
 {
@@ -222,7 +217,7 @@ static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bi
 
 	if (k->family != 4 || (k->proto != IPPROTO_TCP && k->proto != IPPROTO_UDP))
 		return;
-	i = hot_set(a, b, k->pa, k->pb, k->proto);
+	i = xdpr_flt_hot_set_of(a, b, k->pa, k->pb, k->proto);
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
 	if (!set)
 		return;
@@ -316,7 +311,7 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 	__be16 sp, dp, pa, pb;
 	__be32 a, b;
 	__u32 slot, k;
-	int from_a, full = 1;
+	int from_a, ask = 1; /* no copy and a full set, or a lapsed copy */
 
 	if (p->frag || !l4)
 		return 0;
@@ -343,7 +338,7 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 		pa = dp;
 		pb = sp;
 	}
-	k = hot_set(a, b, pa, pb, p->proto);
+	k = xdpr_flt_hot_set_of(a, b, pa, pb, p->proto);
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &k);
 	if (!set || set->gen != cfg->flt_gen)
 		return 0;
@@ -358,19 +353,19 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 				return 0; /* this direction's first packet: flt_track marks it */
 			if (hot_live(e, now >> XDPR_FLT_HOT_SHIFT))
 				return 1;
-			/* lapsed: the table, without the filter step's view of the packet */
-			return flt4_renew(a, b, (__u32)pa << 16 | pb, p->proto | from_a << 8, now);
+			ask = 1; /* lapsed: the table, without the filter step's view of the packet */
+			break;
 		}
 		if (!e->proto || !hot_live(e, now >> XDPR_FLT_HOT_SHIFT))
-			full = 0;
+			ask = 0;
 	}
 	/*
-	 * No copy.  With a free or lapsed way the flow would most likely have
-	 * one if it were established here: the filter step.  With every way
-	 * another flow's live copy (more flows than ways in the set), it may
-	 * well be: the table first, as for a lapsed copy.
+	 * No copy: with a free or lapsed way the flow would most likely have
+	 * one if it were established here, so the filter step decides.  With
+	 * every way another flow's live copy (more flows than ways in the
+	 * set), it may well be: the table first, as for a lapsed copy.
 	 */
-	return full ? flt4_renew(a, b, (__u32)pa << 16 | pb, p->proto | from_a << 8, now) : 0;
+	return ask ? flt4_renew(a, b, (__u32)pa << 16 | pb, p->proto | from_a << 8, now) : 0;
 }
 
 /* ---- classification ---- */
@@ -801,7 +796,7 @@ static __always_inline void flt_unkeep4(const struct iphdr *iph)
 	nat_delete(&xdpr_flt_flows, &fp->key);
 	a = *(const __be32 *)fp->key.a;
 	b = *(const __be32 *)fp->key.b;
-	i = hot_set(a, b, fp->key.pa, fp->key.pb, fp->key.proto);
+	i = xdpr_flt_hot_set_of(a, b, fp->key.pa, fp->key.pb, fp->key.proto);
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
 	if (!set)
 		return;
