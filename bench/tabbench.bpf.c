@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tabbench.bpf.c - one session-table lookup a run, for comparing table
+ * layouts at 64 and at a million established sessions (issue 16; driven
+ * by tabbench.c under BPF_PROG_TEST_RUN).  Each run looks up the next key
+ * of a scrambled walk over the working set, as a NAT session lookup would
+ * for a packet of one of that many flows, and writes the entry's last-seen
+ * word, as the datapath does when a flow's packets come more than a
+ * quarter of a second apart (every packet, at a million flows).
+ *
+ *   mode 0: the kernel's hash table (BPF_MAP_TYPE_HASH, BPF_F_NO_PREALLOC,
+ *           16-byte key, 32-byte value: the NAT session table's shape).
+ *   mode 1: open addressing in one array of 64-byte slots (key and value
+ *           in one cache line), linear probing.
+ *
+ * The next run's key depends on a word this run read from the entry (a
+ * zero the CPU cannot know in advance): lookups follow one another as a
+ * packet's follows the previous packet's, not overlapped by the CPU as
+ * independent loads in a tight loop would be.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "tabbench.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 64); /* set by tabbench.c */
+	__type(key, struct tb_key);
+	__type(value, struct tb_val);
+} tb_hash SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 64); /* set by tabbench.c: a power of two */
+	__type(key, __u32);
+	__type(value, struct tb_slot);
+} tb_open SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tb_step SEC(".maps");
+
+const volatile __u32 tb_mode;
+const volatile __u32 tb_work; /* keys walked: a power of two */
+const volatile __u32 tb_slots_mask;
+const volatile __u32 tb_overlap; /* 1: no dependency between runs (the CPU overlaps the lookups) */
+__u64 tb_found, tb_missed, tb_probes;
+
+/* 0 from a word of the entry, which the next key then waits for (unless tb_overlap) */
+static __always_inline __u64 tb_dep(__u64 w)
+{
+	if (tb_overlap)
+		return 0;
+	asm volatile("%0 &= 0" : "+r"(w));
+	return w;
+}
+
+SEC("xdp")
+int tb_lookup(struct xdp_md *ctx)
+{
+	struct tb_key k = {};
+	__u32 zero = 0, i;
+	__u64 *step;
+
+	(void)ctx;
+	step = bpf_map_lookup_elem(&tb_step, &zero);
+	if (!step)
+		return XDP_ABORTED;
+	i = tb_walk((*step)++, tb_work);
+	tb_key_of(&k, i);
+	if (tb_mode == 0) {
+		struct tb_val *v = bpf_map_lookup_elem(&tb_hash, &k);
+
+		if (!v) {
+			tb_missed++;
+			return XDP_DROP;
+		}
+		*step += tb_dep(v->w[1]);
+		v->w[0] = *step;
+		tb_found++;
+		return XDP_PASS;
+	}
+	i = tb_hash_of(&k);
+	for (int p = 0; p < TB_PROBES; p++) {
+		__u32 s = (i + p) & tb_slots_mask;
+		struct tb_slot *e = bpf_map_lookup_elem(&tb_open, &s);
+
+		if (!e)
+			break;
+		tb_probes++;
+		if (e->k.a == k.a && e->k.b == k.b && e->k.ports == k.ports && e->k.meta == k.meta) {
+			*step += tb_dep(e->v.w[1]);
+			e->v.w[0] = *step;
+			tb_found++;
+			return XDP_PASS;
+		}
+		if (!e->k.meta)
+			break; /* an empty slot ends the probe sequence */
+	}
+	tb_missed++;
+	return XDP_DROP;
+}

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tabbench - the cost of one session lookup (and last-seen write) as the
+ * number of established sessions grows, for two table layouts: the
+ * kernel's hash table, as the NAT session table is today, and open
+ * addressing in one array of 64-byte slots (issue 16: "one lookup per
+ * packet in the common direction, entries that fit a cache line").
+ *
+ *   tabbench {hash|open} WORK [--fill N] [--cap N] [--runs N] [--rounds N] [--cpu C] [--overlap 1]
+ *
+ * WORK sessions (a power of two) are walked in a scrambled order, one
+ * lookup a BPF_PROG_TEST_RUN repetition, on CPU C (default 0).  The table
+ * holds --fill keys (default 2 x WORK: a NAT session has an entry each
+ * way; the walk looks up one of them, as the common direction does) in
+ * room for --cap (hash: max_entries, default 2^21, the tables of
+ * `nat limit sessions 1048576`; open: slots, default 2^22, load 1/2 at
+ * 2M keys, 256 MiB).  Prints one JSON line: the kernel's ns per run for
+ * each round, their median, and the lookups found (all must be).  Each
+ * lookup waits for the one before (tabbench.bpf.c), as packets handled one
+ * after the other do; --overlap 1 lets the CPU overlap them instead.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "tabbench.h"
+#include "tabbench.skel.h"
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tabbench: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static unsigned long num(const char *s)
+{
+	char *e;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &e, 0);
+	if (errno || *e || !*s)
+		die("not a number: %s", s);
+	return v;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void fill_hash(int fd, __u32 fill)
+{
+	enum { CHUNK = 65536 };
+	struct tb_key *k = calloc(CHUNK, sizeof(*k));
+	struct tb_val *v = calloc(CHUNK, sizeof(*v));
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+
+	if (!k || !v)
+		die("%s", "out of memory");
+	for (__u32 i = 0; i < fill; i += CHUNK) {
+		__u32 n = fill - i < CHUNK ? fill - i : CHUNK;
+
+		for (__u32 j = 0; j < n; j++)
+			tb_key_of(&k[j], i + j);
+		if (bpf_map_update_batch(fd, k, v, &n, &o))
+			die("cannot fill the hash table: %s", strerror(errno));
+	}
+	free(k);
+	free(v);
+}
+
+/* Linear probing into the mmap'd array; the longest probe sequence, or die past TB_PROBES. */
+static __u32 fill_open(struct tb_slot *t, __u32 mask, __u32 fill)
+{
+	__u32 longest = 0;
+
+	for (__u32 i = 0; i < fill; i++) {
+		struct tb_key k;
+		__u32 h, p;
+
+		tb_key_of(&k, i);
+		h = tb_hash_of(&k);
+		for (p = 0; p < TB_PROBES && t[(h + p) & mask].k.meta; p++)
+			;
+		if (p == TB_PROBES)
+			die("%s", "a probe sequence longer than TB_PROBES: more room (--cap)");
+		t[(h + p) & mask].k = k;
+		if (p + 1 > longest)
+			longest = p + 1;
+	}
+	return longest;
+}
+
+int main(int argc, char **argv)
+{
+	__u32 work, fill = 0, cap = 0, runs = 2000000, rounds = 5, cpu = 0, longest = 0, overlap = 0, ns[64];
+	struct xb_tabbench_bpf *s;
+	unsigned char pkt[64] = { 0 };
+	cpu_set_t set;
+	bool open_mode;
+	void *mem = NULL;
+
+	if (argc < 3 || (strcmp(argv[1], "hash") && strcmp(argv[1], "open")))
+		die("%s", "usage: tabbench {hash|open} WORK [--fill N] [--cap N] [--runs N] [--rounds N] [--cpu C] "
+			 "[--overlap 1]");
+	open_mode = !strcmp(argv[1], "open");
+	work = num(argv[2]);
+	for (int i = 3; i + 1 < argc; i += 2) {
+		unsigned long v = num(argv[i + 1]);
+
+		if (!strcmp(argv[i], "--fill"))
+			fill = v;
+		else if (!strcmp(argv[i], "--cap"))
+			cap = v;
+		else if (!strcmp(argv[i], "--runs"))
+			runs = v;
+		else if (!strcmp(argv[i], "--rounds") && v >= 1 && v <= 64)
+			rounds = v;
+		else if (!strcmp(argv[i], "--cpu"))
+			cpu = v;
+		else if (!strcmp(argv[i], "--overlap"))
+			overlap = !!v;
+		else
+			die("unknown option or value: %s", argv[i]);
+	}
+	if (!work || (work & (work - 1)))
+		die("WORK must be a power of two: %s", argv[2]);
+	fill = fill ?: 2 * work;
+	cap = cap ?: open_mode ? 1u << 22 : 1u << 21;
+	if (fill < work || fill > cap || (open_mode && (cap & (cap - 1))))
+		die("%s", "need WORK <= --fill <= --cap (open: --cap a power of two)");
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("cannot pin to the CPU: %s", strerror(errno));
+
+	s = xb_tabbench_bpf__open();
+	if (!s)
+		die("cannot open the program: %s", strerror(errno));
+	s->rodata->tb_mode = open_mode;
+	s->rodata->tb_work = work;
+	s->rodata->tb_slots_mask = open_mode ? cap - 1 : 0;
+	s->rodata->tb_overlap = overlap;
+	bpf_map__set_max_entries(s->maps.tb_hash, open_mode ? 1 : cap);
+	bpf_map__set_max_entries(s->maps.tb_open, open_mode ? cap : 1);
+	if (xb_tabbench_bpf__load(s))
+		die("cannot load the program: %s", strerror(errno));
+	if (open_mode) {
+		mem = mmap(NULL, (size_t)cap * sizeof(struct tb_slot), PROT_READ | PROT_WRITE, MAP_SHARED,
+			   bpf_map__fd(s->maps.tb_open), 0);
+		if (mem == MAP_FAILED)
+			die("cannot map the array: %s", strerror(errno));
+		longest = fill_open(mem, cap - 1, fill);
+	} else {
+		fill_hash(bpf_map__fd(s->maps.tb_hash), fill);
+	}
+
+	/* a lap over the working set first, then the rounds */
+	for (__u32 r = 0; r <= rounds; r++) {
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = pkt, .data_size_in = sizeof(pkt),
+			    .repeat = r ? runs : (work > 65536 ? 2 * work : 131072));
+
+		if (bpf_prog_test_run_opts(bpf_program__fd(s->progs.tb_lookup), &o))
+			die("BPF_PROG_TEST_RUN failed: %s", strerror(errno));
+		if (r)
+			ns[r - 1] = o.duration;
+	}
+	if (s->bss->tb_missed)
+		die("%s", "lookups missed: the walk and the fill disagree");
+	printf("{\"layout\": \"%s\", \"work\": %u, \"fill\": %u, \"cap\": %u, \"runs\": %u, \"overlap\": %u, "
+	       "\"found\": %llu, ", argv[1], work, fill, cap, runs, overlap, (unsigned long long)s->bss->tb_found);
+	if (open_mode)
+		printf("\"longest_probe\": %u, \"probes_per_lookup\": %.3f, ", longest,
+		       (double)s->bss->tb_probes / (double)s->bss->tb_found);
+	printf("\"ns\": [");
+	for (__u32 r = 0; r < rounds; r++)
+		printf("%s%u", r ? ", " : "", ns[r]);
+	qsort(ns, rounds, sizeof(ns[0]), cmp_u32);
+	printf("], \"ns_median\": %u}\n", ns[rounds / 2]);
+	if (mem)
+		munmap(mem, (size_t)cap * sizeof(struct tb_slot));
+	xb_tabbench_bpf__destroy(s);
+	return 0;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tabbench.h - what tabbench.bpf.c and tabbench.c share: a session key of
+ * the NAT table's size (16 bytes), its 32-byte value, the 64-byte slot of
+ * the open-addressing layout, and the walk and hash both sides compute.
+ */
+#ifndef TABBENCH_H
+#define TABBENCH_H
+
+#include <linux/types.h>
+
+struct tb_key {
+	__u32 a;
+	__u32 b;
+	__u32 ports;
+	__u32 meta;   /* protocol and direction; 0 marks an empty slot */
+};
+
+struct tb_val {
+	__u64 w[4];   /* w[0]: last seen */
+};
+
+struct tb_slot {
+	struct tb_key k;
+	struct tb_val v;
+	__u64 pad[2];
+};
+
+#define TB_PROBES 128
+
+/* The key of session i: 2^14 ports of one inside address, then the next address. */
+static inline void tb_key_of(struct tb_key *k, __u32 i)
+{
+	k->a = 0x0a000000u + (i >> 14);
+	k->b = 0xc0000201u;
+	k->ports = (i & 0x3fff) << 16 | 443;
+	k->meta = 17 | 1u << 8;
+}
+
+/* murmur3's finaliser: every input bit reaches every output bit */
+static inline __u32 tb_mix(__u32 h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+static inline __u32 tb_hash_of(const struct tb_key *k)
+{
+	return tb_mix(k->a * 0x9e3779b1u ^ tb_mix(k->ports ^ k->b * 0x85ebca77u ^ k->meta));
+}
+
+/* The step-th key of a walk over [0, work) (work a power of two) that jumps about: no stride to prefetch. */
+static inline __u32 tb_walk(__u64 step, __u32 work)
+{
+	return (__u32)(step * 0x9e3779b97f4a7c15ull >> 32) & (work - 1);
+}
+
+#endif
