@@ -12,6 +12,9 @@
  *           16-byte key, 32-byte value: the NAT session table's shape).
  *   mode 1: open addressing in one array of 64-byte slots (key and value
  *           in one cache line), linear probing.
+ *   mode 2: two-choice: a key lives in one of two slots of that array (two
+ *           hashes), both read at once, else in the kernel's hash table as
+ *           an overflow (a bounded probe: two lines, then one table).
  *
  * The next run's key depends on a word this run read from the entry (a
  * zero the CPU cannot know in advance): lookups follow one another as a
@@ -88,6 +91,34 @@ int tb_lookup(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 	i = tb_hash_of(&k);
+	if (tb_mode == 2) {
+		__u32 s1 = i & tb_slots_mask, s2 = tb_hash2(i) & tb_slots_mask;
+		struct tb_slot *e1 = bpf_map_lookup_elem(&tb_open, &s1);
+		struct tb_slot *e2 = bpf_map_lookup_elem(&tb_open, &s2);
+		struct tb_val *v;
+		__u32 a1, a2;
+
+		if (!e1 || !e2)
+			return XDP_ABORTED;
+		a1 = *(volatile __u32 *)&e1->k.a; /* both lines requested before either is compared */
+		a2 = *(volatile __u32 *)&e2->k.a;
+		tb_probes++;
+		if (a1 == k.a && e1->k.b == k.b && e1->k.ports == k.ports && e1->k.meta == k.meta) {
+			v = &e1->v;
+		} else if (a2 == k.a && e2->k.b == k.b && e2->k.ports == k.ports && e2->k.meta == k.meta) {
+			v = &e2->v;
+		} else {
+			v = bpf_map_lookup_elem(&tb_hash, &k);
+			if (!v) {
+				tb_missed++;
+				return XDP_DROP;
+			}
+		}
+		*step += tb_dep(v->w[1]);
+		v->w[0] = *step;
+		tb_found++;
+		return XDP_PASS;
+	}
 	for (int p = 0; p < TB_PROBES; p++) {
 		__u32 s = (i + p) & tb_slots_mask;
 		struct tb_slot *e = bpf_map_lookup_elem(&tb_open, &s);

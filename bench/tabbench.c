@@ -1,23 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * tabbench - the cost of one session lookup (and last-seen write) as the
- * number of established sessions grows, for two table layouts: the
- * kernel's hash table, as the NAT session table is today, and open
- * addressing in one array of 64-byte slots (issue 16: "one lookup per
- * packet in the common direction, entries that fit a cache line").
+ * number of established sessions grows, for three table layouts: the
+ * kernel's hash table, as the NAT session table is today, and one array
+ * of 64-byte slots (issue 16: "one lookup per packet in the common
+ * direction, entries that fit a cache line"), probed linearly (open) or in
+ * two candidate slots with the kernel's table as the overflow (two).
  *
- *   tabbench {hash|open} WORK [--fill N] [--cap N] [--runs N] [--rounds N] [--cpu C] [--overlap 1]
+ *   tabbench {hash|open|two} WORK [--fill N] [--cap N] [--runs N] [--rounds N]
+ *                                 [--cpu C] [--overlap 1]
  *
  * WORK sessions (a power of two) are walked in a scrambled order, one
  * lookup a BPF_PROG_TEST_RUN repetition, on CPU C (default 0).  The table
  * holds --fill keys (default 2 x WORK: a NAT session has an entry each
  * way; the walk looks up one of them, as the common direction does) in
  * room for --cap (hash: max_entries, default 2^21, the tables of
- * `nat limit sessions 1048576`; open: slots, default 2^22, load 1/2 at
- * 2M keys, 256 MiB).  Prints one JSON line: the kernel's ns per run for
- * each round, their median, and the lookups found (all must be).  Each
- * lookup waits for the one before (tabbench.bpf.c), as packets handled one
- * after the other do; --overlap 1 lets the CPU overlap them instead.
+ * `nat limit sessions 1048576`; open, two: slots, default 2^22, load 1/2
+ * at 2M keys, 256 MiB; two's overflow table holds up to a quarter as
+ * many).  Prints one JSON line: the kernel's ns per run for each round,
+ * their median, and the lookups found (all must be).  Each lookup waits
+ * for the one before (tabbench.bpf.c), as packets handled one after the
+ * other do; --overlap 1 lets the CPU overlap them instead.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -58,6 +61,18 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * The k-th key filled: the walked keys [0, work) and the others alternate
+ * (a session's two entries arrive together), so that the walked ones do
+ * not all get the emptier table the first half of the fill sees.
+ */
+static __u32 fill_key(__u32 k, __u32 work, __u32 fill)
+{
+	if (fill - work >= work && k < 2 * work)
+		return k & 1 ? work + (k >> 1) : k >> 1;
+	return k;
+}
+
 static void fill_hash(int fd, __u32 fill)
 {
 	enum { CHUNK = 65536 };
@@ -79,8 +94,34 @@ static void fill_hash(int fd, __u32 fill)
 	free(v);
 }
 
+/* Two-choice: the first free of a key's two slots, else the overflow table; how many overflowed. */
+static __u32 fill_two(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, int ofd)
+{
+	struct tb_val v = {};
+	__u32 over = 0;
+
+	for (__u32 i = 0; i < fill; i++) {
+		struct tb_key k;
+		__u32 h, s;
+
+		tb_key_of(&k, fill_key(i, work, fill));
+		h = tb_hash_of(&k);
+		s = h & mask;
+		if (t[s].k.meta)
+			s = tb_hash2(h) & mask;
+		if (!t[s].k.meta) {
+			t[s].k = k;
+			continue;
+		}
+		if (bpf_map_update_elem(ofd, &k, &v, BPF_NOEXIST))
+			die("the overflow table is full: %s", strerror(errno));
+		over++;
+	}
+	return over;
+}
+
 /* Linear probing into the mmap'd array; the longest probe sequence, or die past TB_PROBES. */
-static __u32 fill_open(struct tb_slot *t, __u32 mask, __u32 fill)
+static __u32 fill_open(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill)
 {
 	__u32 longest = 0;
 
@@ -88,7 +129,7 @@ static __u32 fill_open(struct tb_slot *t, __u32 mask, __u32 fill)
 		struct tb_key k;
 		__u32 h, p;
 
-		tb_key_of(&k, i);
+		tb_key_of(&k, fill_key(i, work, fill));
 		h = tb_hash_of(&k);
 		for (p = 0; p < TB_PROBES && t[(h + p) & mask].k.meta; p++)
 			;
@@ -107,13 +148,15 @@ int main(int argc, char **argv)
 	struct xb_tabbench_bpf *s;
 	unsigned char pkt[64] = { 0 };
 	cpu_set_t set;
+	__u32 mode, over = 0;
 	bool open_mode;
 	void *mem = NULL;
 
-	if (argc < 3 || (strcmp(argv[1], "hash") && strcmp(argv[1], "open")))
-		die("%s", "usage: tabbench {hash|open} WORK [--fill N] [--cap N] [--runs N] [--rounds N] [--cpu C] "
-			 "[--overlap 1]");
-	open_mode = !strcmp(argv[1], "open");
+	if (argc < 3 || (strcmp(argv[1], "hash") && strcmp(argv[1], "open") && strcmp(argv[1], "two")))
+		die("%s", "usage: tabbench {hash|open|two} WORK [--fill N] [--cap N] [--runs N] [--rounds N] "
+			 "[--cpu C] [--overlap 1]");
+	mode = !strcmp(argv[1], "open") ? 1 : !strcmp(argv[1], "two") ? 2 : 0;
+	open_mode = mode != 0;
 	work = num(argv[2]);
 	for (int i = 3; i + 1 < argc; i += 2) {
 		unsigned long v = num(argv[i + 1]);
@@ -147,11 +190,11 @@ int main(int argc, char **argv)
 	s = xb_tabbench_bpf__open();
 	if (!s)
 		die("cannot open the program: %s", strerror(errno));
-	s->rodata->tb_mode = open_mode;
+	s->rodata->tb_mode = mode;
 	s->rodata->tb_work = work;
 	s->rodata->tb_slots_mask = open_mode ? cap - 1 : 0;
 	s->rodata->tb_overlap = overlap;
-	bpf_map__set_max_entries(s->maps.tb_hash, open_mode ? 1 : cap);
+	bpf_map__set_max_entries(s->maps.tb_hash, mode == 1 ? 1 : mode == 2 ? cap / 4 : cap);
 	bpf_map__set_max_entries(s->maps.tb_open, open_mode ? cap : 1);
 	if (xb_tabbench_bpf__load(s))
 		die("cannot load the program: %s", strerror(errno));
@@ -160,7 +203,10 @@ int main(int argc, char **argv)
 			   bpf_map__fd(s->maps.tb_open), 0);
 		if (mem == MAP_FAILED)
 			die("cannot map the array: %s", strerror(errno));
-		longest = fill_open(mem, cap - 1, fill);
+		if (mode == 2)
+			over = fill_two(mem, cap - 1, work, fill, bpf_map__fd(s->maps.tb_hash));
+		else
+			longest = fill_open(mem, cap - 1, work, fill);
 	} else {
 		fill_hash(bpf_map__fd(s->maps.tb_hash), fill);
 	}
@@ -179,7 +225,9 @@ int main(int argc, char **argv)
 		die("%s", "lookups missed: the walk and the fill disagree");
 	printf("{\"layout\": \"%s\", \"work\": %u, \"fill\": %u, \"cap\": %u, \"runs\": %u, \"overlap\": %u, "
 	       "\"found\": %llu, ", argv[1], work, fill, cap, runs, overlap, (unsigned long long)s->bss->tb_found);
-	if (open_mode)
+	if (mode == 2)
+		printf("\"overflowed\": %u, ", over);
+	if (mode == 1)
 		printf("\"longest_probe\": %u, \"probes_per_lookup\": %.3f, ", longest,
 		       (double)s->bss->tb_probes / (double)s->bss->tb_found);
 	printf("\"ns\": [");

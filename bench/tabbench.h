@@ -53,6 +53,12 @@ static inline __u32 tb_hash_of(const struct tb_key *k)
 	return tb_mix(k->a * 0x9e3779b1u ^ tb_mix(k->ports ^ k->b * 0x85ebca77u ^ k->meta));
 }
 
+/* The second candidate slot of two-choice hashing, from the first hash. */
+static inline __u32 tb_hash2(__u32 h)
+{
+	return tb_mix(h + 0x9e3779b9u);
+}
+
 /* The step-th key of a walk over [0, work) (work a power of two) that jumps about: no stride to prefetch. */
 static inline __u32 tb_walk(__u64 step, __u32 work)
 {
