@@ -166,10 +166,17 @@ static __always_inline void flow_key(struct xdpr_flow_key *k, const __u8 *s, con
 	k->family = family;
 }
 
+/*
+ * A state unseen for longer than its timeout at now.  A last_seen later
+ * than now (another CPU refreshed it after this packet, or a sweep, read
+ * the clock) is live, as the NAT sweep takes it (nat_sess.h).
+ */
 static __always_inline int flow_expired(const struct xdpr_cfg *cfg, const struct xdpr_flt_flow *f, __u8 proto,
 					__u64 now)
 {
-	return now - f->last_seen > nat_timeout(cfg, proto, f->state);
+	__u64 seen = f->last_seen;
+
+	return now > seen && now - seen > nat_timeout(cfg, proto, f->state);
 }
 
 /* TCP state bits a packet adds, from the originator (out) or the responder. */
@@ -786,9 +793,16 @@ static __always_inline void flt_unkeep4(const struct iphdr *iph)
 {
 	struct flt_pkt *fp = flt_scratch();
 	struct xdpr_flt_hot_set *set;
+	struct pkt4_io *io;
+	__u32 i, zero = 0;
 	__be32 a, b;
-	__u32 i;
 
+	/* made is this packet's only if the filter step took its view: a packet
+	   that passed on its flow's copy, or whose NAT session stood for its
+	   state, left the last filtered packet's there */
+	io = bpf_map_lookup_elem(&xdpr_io_scr, &zero);
+	if (!io || !io->flt_ran)
+		return;
 	if (!fp || !fp->made || fp->family != 4 || fp->proto != iph->protocol ||
 	    *(__be32 *)fp->src != iph->saddr || *(__be32 *)fp->dst != iph->daddr)
 		return;
@@ -859,6 +873,8 @@ __noinline int filter4_view(struct xdp_md *ctx, struct pkt4_io *io, __u32 out_if
 		return XDPR_DROP_FILTER_HDR;
 	end = p->end;
 	__builtin_memset(fp, 0, offsetof(struct flt_pkt, keyed)); /* the view; the rest is written before read */
+	fp->made = 0; /* a later fragment's filter_run returns before flt_track clears it */
+	io->flt_ran = 1;
 	fp->family = 4;
 	fp->proto = p->iph->protocol;
 	__builtin_memcpy(fp->src, &p->iph->saddr, 4);

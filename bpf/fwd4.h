@@ -550,6 +550,7 @@ static __always_inline int fwd_ip4(struct xdp_md *ctx, struct cursor *c, struct 
 		flow_in(ctx); /* the tuple as it arrived (flow.h) */
 	iop->flt = flt_active(cfg);
 	iop->filtered = 0;
+	iop->flt_ran = 0;
 	r = fwd_ip4_path(ctx, c, eth, in, fib, iop, cfg);
 	if (iop->routed)
 		r = nat4_kernel_leak(ctx, r);

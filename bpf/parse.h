@@ -154,7 +154,8 @@ struct pkt4_io {
 	__u8 routed;       /* a route map "via" route gave the next hop (fib_*), not the kernel FIB */
 	__u32 fwd_if;      /* port forwards of this interface apply to the packet (0: none) */
 	__u8 fwd_new;      /* a forward's new flow: translated, its session not made yet */
-	__u8 pad2[3];
+	__u8 flt_ran;      /* the filter step took this packet's view (filter4_view): flt_pkt.made is its own */
+	__u8 pad2[2];
 };
 
 /* The offsets of p, whose IPv4 header starts l3 bytes into the frame. */

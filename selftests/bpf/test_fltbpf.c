@@ -93,6 +93,7 @@ struct pkt {
 
 #define FLUSH  1
 #define FORGET 2
+#define FUTURE 3 /* every state's last_seen 2 s ahead: another CPU refreshed it after this packet read the clock */
 
 struct fcase {
 	const char *name;
@@ -234,6 +235,11 @@ static const struct fcase cases[] = {
 	      .hot = true },
 	    { .before = FORGET, .wait_ms = 200, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
 	      .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true } } },
+	{ "a state refreshed after the packet read the clock (last_seen ahead of now) is live, not expired", DROP,
+	  { "proto udp dport 53 accept" },
+	  { { .reason = XDPR_FWD, .rule = 1 },
+	    { .before = FUTURE, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000,
+	      .reason = XDPR_FWD } } },
 	{ "traffic for the router itself never meets the filter", DROP, { NULL },
 	  { { .dst = "10.0.2.1", .reason = XDPR_PASS_FIB_NOT_FWDED }, { .ip = 6, .dst = "2001:db8:1::1", .reason = XDPR_PASS_FIB_NOT_FWDED } } },
 };
@@ -368,6 +374,45 @@ static void clear_map(int fd, __u32 ksize)
 		if (bpf_map_delete_elem(fd, key))
 			die("cannot clear a map: %s", strerror(errno));
 	}
+}
+
+/* Date every flow state's last_seen to now + ahead_ns (the program's clock); how many. */
+static int date_flows(__s64 ahead_ns)
+{
+	struct xdpr_flow_key key, next;
+	struct xdpr_flt_flow f;
+	struct timespec ts;
+	void *prev = NULL;
+	int n = 0;
+
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts))
+		die("cannot read the clock: %s", strerror(errno));
+	while (!bpf_map_get_next_key(flows_fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(flows_fd, &key, &f))
+			continue;
+		f.last_seen = ts.tv_sec * 1000000000ULL + ts.tv_nsec + ahead_ns;
+		if (bpf_map_update_elem(flows_fd, &key, &f, BPF_EXIST))
+			die("cannot date a flow state: %s", strerror(errno));
+		n++;
+	}
+	return n;
+}
+
+/* The filter's sweep (xdpr_flt_gc, XDPR_GC_EXPIRED): how many states it deleted. */
+static __u32 sweep_expired(void)
+{
+	struct xdpr_flt_gc_cmd cmd = { .op = XDPR_GC_EXPIRED };
+	unsigned char in[64] = { 0 }, out[64];
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = sizeof(in), .data_out = out,
+		    .data_size_out = sizeof(out), .repeat = 1);
+
+	memcpy(in, &cmd, sizeof(cmd));
+	if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.xdpr_flt_gc), &o) || o.retval != XDP_PASS)
+		die("cannot run xdpr_flt_gc: %s", strerror(errno));
+	memcpy(&cmd, out, sizeof(cmd));
+	return cmd.deleted;
 }
 
 /* Empty the flow table; lapse: and void the CPUs' copies, as "filter flows flush" does. */
@@ -708,7 +753,11 @@ static bool run_pkt(const struct fcase *c, int k)
 	bool ok = true;
 	int err;
 
-	if (p->before)
+	if (p->before == FUTURE && date_flows(2000000000LL) < 1) {
+		note("packet %d: no flow state to date", k + 1);
+		return false;
+	}
+	if (p->before == FLUSH || p->before == FORGET)
 		forget_flows(p->before == FLUSH);
 	if (p->wait_ms)
 		usleep(p->wait_ms * 1000);
@@ -832,7 +881,7 @@ int main(void)
 	setup_netns();
 	find_way_ports();
 
-	printf("1..%d\n", NCASES);
+	printf("1..%d\n", NCASES + 1);
 	for (int i = 0; i < NCASES; i++) {
 		const struct fcase *c = &cases[i];
 		bool ok = true;
@@ -841,6 +890,24 @@ int main(void)
 		for (int k = 0; k < 8 && memcmp(&c->p[k], &(struct pkt){}, sizeof(struct pkt)); k++)
 			ok &= run_pkt(c, k);
 		tap(ok, c->name, NULL);
+	}
+	{
+		/* the sweep reads the clock once before its walk: a state refreshed during it is live */
+		static const struct fcase one = { "sweep", ACCEPT, { "proto udp dport 53 accept" },
+						  { { .reason = XDPR_FWD, .rule = 1 } } };
+		__u32 ahead, behind;
+		bool ok;
+
+		install(&one, 0);
+		ok = run_pkt(&one, 0) && date_flows(2000000000LL) == 1;
+		ahead = ok ? sweep_expired() : 0;
+		ok = ok && date_flows(-(XDPR_DEF_UDP + 10) * 1000000000LL) == 1;
+		behind = ok ? sweep_expired() : 0;
+		if (ok && (ahead != 0 || behind != 1))
+			note("the sweep deleted %u states dated 2 s ahead (want 0), %u dated past the UDP timeout (want 1)",
+			     ahead, behind);
+		tap(ok && ahead == 0 && behind == 1,
+		    "the sweep keeps a state whose last_seen is ahead of its clock, and deletes an expired one", NULL);
 	}
 	xdpr_bpf__destroy(skel);
 	return tap_failed ? 1 : 0;
