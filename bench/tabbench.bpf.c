@@ -11,7 +11,9 @@
  *   mode 0: the kernel's hash table (BPF_MAP_TYPE_HASH, BPF_F_NO_PREALLOC,
  *           16-byte key, 32-byte value: the NAT session table's shape).
  *   mode 1: open addressing in one array of 64-byte slots (key and value
- *           in one cache line), linear probing.
+ *           in one cache line), linear probing; with tb_max_probe, a key
+ *           that finds its first tb_max_probe slots taken lives in the
+ *           kernel's hash table instead (a bounded probe).
  *   mode 2: two-choice: a key lives in one of two slots of that array (two
  *           hashes), both read at once, else in the kernel's hash table as
  *           an overflow (a bounded probe: two lines, then one table).
@@ -51,8 +53,9 @@ struct {
 } tb_step SEC(".maps");
 
 const volatile __u32 tb_mode;
-const volatile __u32 tb_work; /* keys walked: a power of two */
+const volatile __u32 tb_work_bits; /* keys walked: 2^tb_work_bits */
 const volatile __u32 tb_slots_mask;
+const volatile __u32 tb_max_probe = TB_PROBES; /* open: slots probed before the overflow table */
 const volatile __u32 tb_overlap; /* 1: no dependency between runs (the CPU overlaps the lookups) */
 __u64 tb_found, tb_missed, tb_probes;
 
@@ -76,7 +79,7 @@ int tb_lookup(struct xdp_md *ctx)
 	step = bpf_map_lookup_elem(&tb_step, &zero);
 	if (!step)
 		return XDP_ABORTED;
-	i = tb_walk((*step)++, tb_work);
+	i = tb_walk((*step)++, tb_work_bits);
 	tb_key_of(&k, i);
 	if (tb_mode == 0) {
 		struct tb_val *v = bpf_map_lookup_elem(&tb_hash, &k);
@@ -119,7 +122,7 @@ int tb_lookup(struct xdp_md *ctx)
 		tb_found++;
 		return XDP_PASS;
 	}
-	for (int p = 0; p < TB_PROBES; p++) {
+	for (int p = 0; p < TB_PROBES && p < tb_max_probe; p++) {
 		__u32 s = (i + p) & tb_slots_mask;
 		struct tb_slot *e = bpf_map_lookup_elem(&tb_open, &s);
 
@@ -132,8 +135,20 @@ int tb_lookup(struct xdp_md *ctx)
 			tb_found++;
 			return XDP_PASS;
 		}
-		if (!e->k.meta)
-			break; /* an empty slot ends the probe sequence */
+		if (!e->k.meta) {
+			tb_missed++; /* an empty slot ends the probe sequence */
+			return XDP_DROP;
+		}
+	}
+	if (tb_max_probe < TB_PROBES) {
+		struct tb_val *v = bpf_map_lookup_elem(&tb_hash, &k);
+
+		if (v) {
+			*step += tb_dep(v->w[1]);
+			v->w[0] = *step;
+			tb_found++;
+			return XDP_PASS;
+		}
 	}
 	tb_missed++;
 	return XDP_DROP;

@@ -8,7 +8,7 @@
  * two candidate slots with the kernel's table as the overflow (two).
  *
  *   tabbench {hash|open|two} WORK [--fill N] [--cap N] [--runs N] [--rounds N]
- *                                 [--cpu C] [--overlap 1]
+ *                                 [--cpu C] [--overlap 1] [--max-probe N]
  *
  * WORK sessions (a power of two) are walked in a scrambled order, one
  * lookup a BPF_PROG_TEST_RUN repetition, on CPU C (default 0).  The table
@@ -20,7 +20,9 @@
  * many).  Prints one JSON line: the kernel's ns per run for each round,
  * their median, and the lookups found (all must be).  Each lookup waits
  * for the one before (tabbench.bpf.c), as packets handled one after the
- * other do; --overlap 1 lets the CPU overlap them instead.
+ * other do; --overlap 1 lets the CPU overlap them instead.  open
+ * --max-probe N: a key probes at most N slots, else it lives in the
+ * kernel's table (as two's overflow).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -73,7 +75,7 @@ static __u32 fill_key(__u32 k, __u32 work, __u32 fill)
 	return k;
 }
 
-static void fill_hash(int fd, __u32 fill)
+static void fill_hash(int fd, __u32 work, __u32 fill)
 {
 	enum { CHUNK = 65536 };
 	struct tb_key *k = calloc(CHUNK, sizeof(*k));
@@ -86,7 +88,7 @@ static void fill_hash(int fd, __u32 fill)
 		__u32 n = fill - i < CHUNK ? fill - i : CHUNK;
 
 		for (__u32 j = 0; j < n; j++)
-			tb_key_of(&k[j], i + j);
+			tb_key_of(&k[j], fill_key(i + j, work, fill));
 		if (bpf_map_update_batch(fd, k, v, &n, &o))
 			die("cannot fill the hash table: %s", strerror(errno));
 	}
@@ -94,8 +96,12 @@ static void fill_hash(int fd, __u32 fill)
 	free(v);
 }
 
-/* Two-choice: the first free of a key's two slots, else the overflow table; how many overflowed. */
-static __u32 fill_two(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, int ofd)
+/*
+ * Two-choice: the first free of a key's two slots, else the overflow
+ * table; how many overflowed, and (*walked) how many of them the walk
+ * looks up.
+ */
+static __u32 fill_two(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, int ofd, __u32 *walked)
 {
 	struct tb_val v = {};
 	__u32 over = 0;
@@ -104,7 +110,9 @@ static __u32 fill_two(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, int
 		struct tb_key k;
 		__u32 h, s;
 
-		tb_key_of(&k, fill_key(i, work, fill));
+		__u32 n = fill_key(i, work, fill);
+
+		tb_key_of(&k, n);
 		h = tb_hash_of(&k);
 		s = h & mask;
 		if (t[s].k.meta)
@@ -116,23 +124,40 @@ static __u32 fill_two(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, int
 		if (bpf_map_update_elem(ofd, &k, &v, BPF_NOEXIST))
 			die("the overflow table is full: %s", strerror(errno));
 		over++;
+		*walked += n < work;
 	}
 	return over;
 }
 
-/* Linear probing into the mmap'd array; the longest probe sequence, or die past TB_PROBES. */
-static __u32 fill_open(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill)
+/*
+ * Linear probing into the mmap'd array; the longest probe sequence, or die
+ * past TB_PROBES.  With max < TB_PROBES, a key whose first max slots are
+ * taken goes into the overflow table ofd instead (counted in *over, and in
+ * *walked when the walk looks it up).
+ */
+static __u32 fill_open(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, __u32 max, int ofd, __u32 *over,
+		       __u32 *walked)
 {
+	struct tb_val v = {};
 	__u32 longest = 0;
 
 	for (__u32 i = 0; i < fill; i++) {
 		struct tb_key k;
 		__u32 h, p;
 
-		tb_key_of(&k, fill_key(i, work, fill));
+		__u32 n = fill_key(i, work, fill);
+
+		tb_key_of(&k, n);
 		h = tb_hash_of(&k);
-		for (p = 0; p < TB_PROBES && t[(h + p) & mask].k.meta; p++)
+		for (p = 0; p < TB_PROBES && p < max && t[(h + p) & mask].k.meta; p++)
 			;
+		if (p == max && max < TB_PROBES) {
+			if (bpf_map_update_elem(ofd, &k, &v, BPF_NOEXIST))
+				die("the overflow table is full: %s", strerror(errno));
+			(*over)++;
+			*walked += n < work;
+			continue;
+		}
 		if (p == TB_PROBES)
 			die("%s", "a probe sequence longer than TB_PROBES: more room (--cap)");
 		t[(h + p) & mask].k = k;
@@ -148,16 +173,18 @@ int main(int argc, char **argv)
 	struct xb_tabbench_bpf *s;
 	unsigned char pkt[64] = { 0 };
 	cpu_set_t set;
-	__u32 mode, over = 0;
+	__u32 mode, over = 0, over_walked = 0, max_probe = TB_PROBES;
 	bool open_mode;
 	void *mem = NULL;
 
 	if (argc < 3 || (strcmp(argv[1], "hash") && strcmp(argv[1], "open") && strcmp(argv[1], "two")))
 		die("%s", "usage: tabbench {hash|open|two} WORK [--fill N] [--cap N] [--runs N] [--rounds N] "
-			 "[--cpu C] [--overlap 1]");
+			 "[--cpu C] [--overlap 1] [--max-probe N]");
 	mode = !strcmp(argv[1], "open") ? 1 : !strcmp(argv[1], "two") ? 2 : 0;
 	open_mode = mode != 0;
 	work = num(argv[2]);
+	if (argc % 2 == 0)
+		die("an option without its value: %s", argv[argc - 1]);
 	for (int i = 3; i + 1 < argc; i += 2) {
 		unsigned long v = num(argv[i + 1]);
 
@@ -173,11 +200,13 @@ int main(int argc, char **argv)
 			cpu = v;
 		else if (!strcmp(argv[i], "--overlap"))
 			overlap = !!v;
+		else if (!strcmp(argv[i], "--max-probe") && v >= 1 && v <= TB_PROBES)
+			max_probe = v;
 		else
 			die("unknown option or value: %s", argv[i]);
 	}
-	if (!work || (work & (work - 1)))
-		die("WORK must be a power of two: %s", argv[2]);
+	if (work < 2 || (work & (work - 1)))
+		die("WORK must be a power of two, at least 2: %s", argv[2]);
 	fill = fill ?: 2 * work;
 	cap = cap ?: open_mode ? 1u << 22 : 1u << 21;
 	if (fill < work || fill > cap || (open_mode && (cap & (cap - 1))))
@@ -191,10 +220,11 @@ int main(int argc, char **argv)
 	if (!s)
 		die("cannot open the program: %s", strerror(errno));
 	s->rodata->tb_mode = mode;
-	s->rodata->tb_work = work;
+	s->rodata->tb_work_bits = __builtin_ctz(work);
 	s->rodata->tb_slots_mask = open_mode ? cap - 1 : 0;
 	s->rodata->tb_overlap = overlap;
-	bpf_map__set_max_entries(s->maps.tb_hash, mode == 1 ? 1 : mode == 2 ? cap / 4 : cap);
+	s->rodata->tb_max_probe = max_probe;
+	bpf_map__set_max_entries(s->maps.tb_hash, mode == 0 ? cap : mode == 2 || max_probe < TB_PROBES ? cap / 4 : 1);
 	bpf_map__set_max_entries(s->maps.tb_open, open_mode ? cap : 1);
 	if (xb_tabbench_bpf__load(s))
 		die("cannot load the program: %s", strerror(errno));
@@ -204,11 +234,12 @@ int main(int argc, char **argv)
 		if (mem == MAP_FAILED)
 			die("cannot map the array: %s", strerror(errno));
 		if (mode == 2)
-			over = fill_two(mem, cap - 1, work, fill, bpf_map__fd(s->maps.tb_hash));
+			over = fill_two(mem, cap - 1, work, fill, bpf_map__fd(s->maps.tb_hash), &over_walked);
 		else
-			longest = fill_open(mem, cap - 1, work, fill);
+			longest = fill_open(mem, cap - 1, work, fill, max_probe, bpf_map__fd(s->maps.tb_hash), &over,
+					    &over_walked);
 	} else {
-		fill_hash(bpf_map__fd(s->maps.tb_hash), fill);
+		fill_hash(bpf_map__fd(s->maps.tb_hash), work, fill);
 	}
 
 	/* a lap over the working set first, then the rounds */
@@ -225,8 +256,9 @@ int main(int argc, char **argv)
 		die("%s", "lookups missed: the walk and the fill disagree");
 	printf("{\"layout\": \"%s\", \"work\": %u, \"fill\": %u, \"cap\": %u, \"runs\": %u, \"overlap\": %u, "
 	       "\"found\": %llu, ", argv[1], work, fill, cap, runs, overlap, (unsigned long long)s->bss->tb_found);
-	if (mode == 2)
-		printf("\"overflowed\": %u, ", over);
+	if (mode == 2 || max_probe < TB_PROBES)
+		printf("\"max_probe\": %u, \"overflowed\": %u, \"overflowed_walked\": %u, ", mode == 2 ? 2 : max_probe,
+		       over, over_walked);
 	if (mode == 1)
 		printf("\"longest_probe\": %u, \"probes_per_lookup\": %.3f, ", longest,
 		       (double)s->bss->tb_probes / (double)s->bss->tb_found);

@@ -59,10 +59,15 @@ static inline __u32 tb_hash2(__u32 h)
 	return tb_mix(h + 0x9e3779b9u);
 }
 
-/* The step-th key of a walk over [0, work) (work a power of two) that jumps about: no stride to prefetch. */
-static inline __u32 tb_walk(__u64 step, __u32 work)
+/*
+ * The step-th key of a walk over [0, 2^bits) that jumps about: the top
+ * bits of step times 2^64 over the golden ratio, so that consecutive steps
+ * land far apart and every key comes back about 2^bits steps later
+ * (bits >= 1).
+ */
+static inline __u32 tb_walk(__u64 step, __u32 bits)
 {
-	return (__u32)(step * 0x9e3779b97f4a7c15ull >> 32) & (work - 1);
+	return (__u32)(step * 0x9e3779b97f4a7c15ull >> (64 - bits));
 }
 
 #endif
