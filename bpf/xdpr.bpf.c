@@ -157,13 +157,27 @@ struct flt_gc_ctx {
 	__u32 seen;
 };
 
+/*
+ * k and f point into the element: another CPU may evict it and reuse it
+ * for a new flow at any moment (an LRU table).  So the callback judges a
+ * copy (key, state, key again: a key that changed means the element went
+ * to another flow while being read, and the sweep leaves it) and deletes
+ * by the copied key, as gc_ct_cb does for the NAT sessions.
+ */
 static long flt_gc_cb(void *map, struct xdpr_flow_key *k, struct xdpr_flt_flow *f, void *arg)
 {
 	struct flt_gc_ctx *g = arg;
 	struct xdpr_flow_key key = *k;
+	struct xdpr_flt_flow v;
 
 	g->seen++;
-	if (g->op == XDPR_GC_ALL || flow_expired(g->cfg, f, k->proto, g->now)) {
+	asm volatile("" ::: "memory");
+	v = *f;
+	asm volatile("" ::: "memory");
+	for (int i = 0; i < (int)(sizeof(key) / 8); i++)
+		if (READ_ONCE_U64(((__u64 *)k)[i]) != ((__u64 *)&key)[i])
+			return 0;
+	if (g->op == XDPR_GC_ALL || flow_expired(g->cfg, &v, key.proto, g->now)) {
 		if (!bpf_map_delete_elem(map, &key))
 			g->deleted++;
 	}
