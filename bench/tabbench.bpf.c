@@ -68,6 +68,32 @@ static __always_inline __u64 tb_dep(__u64 w)
 	return w;
 }
 
+static __always_inline int tb_key_eq(const struct tb_key *e, const struct tb_key *k)
+{
+	return e->a == k->a && e->b == k->b && e->ports == k->ports && e->meta == k->meta;
+}
+
+/* Found: the next run waits for a word of the entry; its last-seen word written. */
+static __always_inline int tb_hit(__u64 *step, struct tb_val *v)
+{
+	*step += tb_dep(v->w[1]);
+	v->w[0] = *step;
+	tb_found++;
+	return XDP_PASS;
+}
+
+/* The kernel's hash table: the whole table (mode 0) or the overflow (modes 1 and 2). */
+static __always_inline int tb_in_hash(__u64 *step, const struct tb_key *k)
+{
+	struct tb_val *v = bpf_map_lookup_elem(&tb_hash, k);
+
+	if (!v) {
+		tb_missed++;
+		return XDP_DROP;
+	}
+	return tb_hit(step, v);
+}
+
 SEC("xdp")
 int tb_lookup(struct xdp_md *ctx)
 {
@@ -81,46 +107,25 @@ int tb_lookup(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	i = tb_walk((*step)++, tb_work_bits);
 	tb_key_of(&k, i);
-	if (tb_mode == 0) {
-		struct tb_val *v = bpf_map_lookup_elem(&tb_hash, &k);
-
-		if (!v) {
-			tb_missed++;
-			return XDP_DROP;
-		}
-		*step += tb_dep(v->w[1]);
-		v->w[0] = *step;
-		tb_found++;
-		return XDP_PASS;
-	}
+	if (tb_mode == 0)
+		return tb_in_hash(step, &k);
 	i = tb_hash_of(&k);
 	if (tb_mode == 2) {
 		__u32 s1 = i & tb_slots_mask, s2 = tb_hash2(i) & tb_slots_mask;
 		struct tb_slot *e1 = bpf_map_lookup_elem(&tb_open, &s1);
 		struct tb_slot *e2 = bpf_map_lookup_elem(&tb_open, &s2);
-		struct tb_val *v;
-		__u32 a1, a2;
 
 		if (!e1 || !e2)
 			return XDP_ABORTED;
-		a1 = *(volatile __u32 *)&e1->k.a; /* both lines requested before either is compared */
-		a2 = *(volatile __u32 *)&e2->k.a;
+		/* both lines requested before either is compared */
+		(void)*(volatile __u32 *)&e1->k.a;
+		(void)*(volatile __u32 *)&e2->k.a;
 		tb_probes++;
-		if (a1 == k.a && e1->k.b == k.b && e1->k.ports == k.ports && e1->k.meta == k.meta) {
-			v = &e1->v;
-		} else if (a2 == k.a && e2->k.b == k.b && e2->k.ports == k.ports && e2->k.meta == k.meta) {
-			v = &e2->v;
-		} else {
-			v = bpf_map_lookup_elem(&tb_hash, &k);
-			if (!v) {
-				tb_missed++;
-				return XDP_DROP;
-			}
-		}
-		*step += tb_dep(v->w[1]);
-		v->w[0] = *step;
-		tb_found++;
-		return XDP_PASS;
+		if (tb_key_eq(&e1->k, &k))
+			return tb_hit(step, &e1->v);
+		if (tb_key_eq(&e2->k, &k))
+			return tb_hit(step, &e2->v);
+		return tb_in_hash(step, &k);
 	}
 	for (int p = 0; p < TB_PROBES && p < tb_max_probe; p++) {
 		__u32 s = (i + p) & tb_slots_mask;
@@ -129,27 +134,15 @@ int tb_lookup(struct xdp_md *ctx)
 		if (!e)
 			break;
 		tb_probes++;
-		if (e->k.a == k.a && e->k.b == k.b && e->k.ports == k.ports && e->k.meta == k.meta) {
-			*step += tb_dep(e->v.w[1]);
-			e->v.w[0] = *step;
-			tb_found++;
-			return XDP_PASS;
-		}
+		if (tb_key_eq(&e->k, &k))
+			return tb_hit(step, &e->v);
 		if (!e->k.meta) {
 			tb_missed++; /* an empty slot ends the probe sequence */
 			return XDP_DROP;
 		}
 	}
-	if (tb_max_probe < TB_PROBES) {
-		struct tb_val *v = bpf_map_lookup_elem(&tb_hash, &k);
-
-		if (v) {
-			*step += tb_dep(v->w[1]);
-			v->w[0] = *step;
-			tb_found++;
-			return XDP_PASS;
-		}
-	}
+	if (tb_max_probe < TB_PROBES)
+		return tb_in_hash(step, &k);
 	tb_missed++;
 	return XDP_DROP;
 }

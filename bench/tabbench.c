@@ -96,6 +96,17 @@ static void fill_hash(int fd, __u32 work, __u32 fill)
 	free(v);
 }
 
+/* Key n into the overflow table ofd, counted in *over and, when the walk looks it up, in *walked. */
+static void overflow_put(int ofd, const struct tb_key *k, __u32 n, __u32 work, __u32 *over, __u32 *walked)
+{
+	struct tb_val v = {};
+
+	if (bpf_map_update_elem(ofd, k, &v, BPF_NOEXIST))
+		die("the overflow table is full: %s", strerror(errno));
+	(*over)++;
+	*walked += n < work;
+}
+
 /*
  * Two-choice: the first free of a key's two slots, else the overflow
  * table; how many overflowed, and (*walked) how many of them the walk
@@ -103,14 +114,11 @@ static void fill_hash(int fd, __u32 work, __u32 fill)
  */
 static __u32 fill_two(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, int ofd, __u32 *walked)
 {
-	struct tb_val v = {};
 	__u32 over = 0;
 
 	for (__u32 i = 0; i < fill; i++) {
+		__u32 n = fill_key(i, work, fill), h, s;
 		struct tb_key k;
-		__u32 h, s;
-
-		__u32 n = fill_key(i, work, fill);
 
 		tb_key_of(&k, n);
 		h = tb_hash_of(&k);
@@ -121,10 +129,7 @@ static __u32 fill_two(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, int
 			t[s].k = k;
 			continue;
 		}
-		if (bpf_map_update_elem(ofd, &k, &v, BPF_NOEXIST))
-			die("the overflow table is full: %s", strerror(errno));
-		over++;
-		*walked += n < work;
+		overflow_put(ofd, &k, n, work, &over, walked);
 	}
 	return over;
 }
@@ -138,24 +143,18 @@ static __u32 fill_two(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, int
 static __u32 fill_open(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, __u32 max, int ofd, __u32 *over,
 		       __u32 *walked)
 {
-	struct tb_val v = {};
 	__u32 longest = 0;
 
 	for (__u32 i = 0; i < fill; i++) {
+		__u32 n = fill_key(i, work, fill), h, p;
 		struct tb_key k;
-		__u32 h, p;
-
-		__u32 n = fill_key(i, work, fill);
 
 		tb_key_of(&k, n);
 		h = tb_hash_of(&k);
 		for (p = 0; p < TB_PROBES && p < max && t[(h + p) & mask].k.meta; p++)
 			;
 		if (p == max && max < TB_PROBES) {
-			if (bpf_map_update_elem(ofd, &k, &v, BPF_NOEXIST))
-				die("the overflow table is full: %s", strerror(errno));
-			(*over)++;
-			*walked += n < work;
+			overflow_put(ofd, &k, n, work, over, walked);
 			continue;
 		}
 		if (p == TB_PROBES)
