@@ -151,4 +151,19 @@ static __always_inline struct nat_scratch *nat_scratch(void)
 #define READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
 #define READ_ONCE_U32(x) (*(volatile __u32 *)&(x))
 
+/*
+ * Does a map element's key (words 8-byte words at elem) still equal the
+ * copy taken before its value was read?  An element another CPU deleted
+ * is reused at once for another entry: a changed key says the value read
+ * may be that entry's.  For the sweeps' callbacks, which walk elements in
+ * place.
+ */
+static __always_inline int elem_key_kept(void *elem, const void *copy, int words)
+{
+	for (int i = 0; i < words; i++)
+		if (READ_ONCE_U64(((__u64 *)elem)[i]) != ((const __u64 *)copy)[i])
+			return 0;
+	return 1;
+}
+
 #endif /* XDPR_NAT_BASE_H */

@@ -287,8 +287,7 @@ static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_
 	asm volatile("" ::: "memory");
 	vc = *v;
 	asm volatile("" ::: "memory");
-	if (READ_ONCE_U64(((__u64 *)k)[0]) != ((__u64 *)&kc)[0] ||
-	    READ_ONCE_U64(((__u64 *)k)[1]) != ((__u64 *)&kc)[1])
+	if (!elem_key_kept(k, &kc, sizeof(kc) / 8))
 		return 0;
 	if (kc.dir != XDPR_CT_OUT) {
 		struct xdpr_ct_key o;

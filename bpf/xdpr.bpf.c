@@ -174,9 +174,8 @@ static long flt_gc_cb(void *map, struct xdpr_flow_key *k, struct xdpr_flt_flow *
 	asm volatile("" ::: "memory");
 	v = *f;
 	asm volatile("" ::: "memory");
-	for (int i = 0; i < (int)(sizeof(key) / 8); i++)
-		if (READ_ONCE_U64(((__u64 *)k)[i]) != ((__u64 *)&key)[i])
-			return 0;
+	if (!elem_key_kept(k, &key, sizeof(key) / 8))
+		return 0;
 	if (g->op == XDPR_GC_ALL || flow_expired(g->cfg, &v, key.proto, g->now)) {
 		if (!bpf_map_delete_elem(map, &key))
 			g->deleted++;
