@@ -102,7 +102,7 @@ bound:
 
 		/* a session of this very flow (a reflected forward's server replying): allowed */
 		nat4_key(p, XDPR_CT_OUT, &ik);
-		if (nat_lookup(&xdpr_nat_ct, &ik))
+		if (ct_lookup(&ik))
 			goto allowed;
 		__builtin_memset(&ik, 0, sizeof(ik));
 		e = nat_lookup(&xdpr_nat_eim, &ek);
@@ -114,7 +114,7 @@ bound:
 			ik.proto = p->proto;
 			ik.dir = XDPR_CT_IN;
 		}
-		if (!e || !nat_lookup(&xdpr_nat_ct, &ik)) {
+		if (!e || !ct_lookup(&ik)) {
 			nat_count(rid, XDPR_NE_FILTERED);
 			return XDPR_PASS_NAT_FILTERED;
 		}

@@ -233,7 +233,20 @@ struct {
  * The definitions below are the shapes (and the default size).
  */
 
-/* Sessions: two halves each (xdpr_ct_key.dir). */
+/*
+ * Sessions: two halves each (xdpr_ct_key.dir), in slots of an array
+ * (xdpr_ct_slot, xdpr_shared.h says how), mmap-able so that userspace
+ * reads it whole; the halves that find no free slot go to the hash table.
+ */
+struct nat_cta_tab {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XDPR_CT_FIRST + 2 * XDPR_NAT_DEF_SESS);
+	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct xdpr_ct_slot));
+};
+
+/* The halves the array had no slot for (the overflow). */
 struct nat_ct_tab {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 2 * XDPR_NAT_DEF_SESS);
@@ -287,6 +300,7 @@ struct nat_ring_tab {
 	} name SEC(".maps")
 
 NAT_OUTER(xdpr_nat_ct, nat_ct_tab);
+NAT_OUTER(xdpr_nat_cta, nat_cta_tab);
 NAT_OUTER(xdpr_nat_bind, nat_bind_tab);
 NAT_OUTER(xdpr_nat_eim, nat_eim_tab);
 NAT_OUTER(xdpr_nat_hosts, nat_hosts_tab);

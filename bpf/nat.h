@@ -45,7 +45,7 @@ static __always_inline void nat_touch(const struct xdpr_cfg *cfg, const struct x
 	if (reopen && (old & (XDPR_CT_FIN_OUT | XDPR_CT_FIN_IN | XDPR_CT_RST))) {
 		v->state = bits;
 		ct_other_key(k, v, &o);
-		ov = nat_lookup(&xdpr_nat_ct, &o);
+		ov = ct_lookup(&o);
 		if (ov)
 			ov->state = 0;
 		return;
@@ -54,7 +54,7 @@ static __always_inline void nat_touch(const struct xdpr_cfg *cfg, const struct x
 		return;
 	v->state = old | bits;
 	ct_other_key(k, v, &o);
-	ov = nat_lookup(&xdpr_nat_ct, &o);
+	ov = ct_lookup(&o);
 	if (ov && (ov->state | bits) != ov->state)
 		ov->state |= bits;
 }
@@ -105,7 +105,7 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 	if (!nat4_keyable(p, XDPR_CT_IN))
 		return STEP_NEXT;
 	nat4_key(p, XDPR_CT_IN, &k);
-	v = nat_lookup(&xdpr_nat_ct, &k);
+	v = ct_lookup(&k);
 	if (v) {
 		bits = nat4_state_bits(p, XDPR_CT_IN, &reopen);
 		if (now - v->last_seen > nat_timeout(cfg, k.proto, v->state | bits)) {
@@ -113,11 +113,11 @@ __noinline int nat4_reverse(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 			struct xdpr_ct_val *ov;
 
 			ct_other_key(&k, v, &ok);
-			ov = nat_lookup(&xdpr_nat_ct, &ok);
+			ov = ct_lookup(&ok);
 			if (!ov) {
 				/* a lone inbound half cannot be trusted */
 				if (!nat_frozen()) {
-					nat_delete(&xdpr_nat_ct, &k);
+					ct_delete(&k);
 					nat_count(v->rule, XDPR_NE_PAIR_REPAIRED);
 				}
 				return STEP_NEXT;
@@ -253,7 +253,7 @@ __noinline int nat4_snat(struct xdp_md *ctx, struct pkt4_io *io, __be32 fib_src,
 	q = &sc->q;
 	nat4_key(p, XDPR_CT_OUT, &q->key);
 	bits = nat4_state_bits(p, XDPR_CT_OUT, &reopen);
-	v = nat_lookup(&xdpr_nat_ct, &q->key);
+	v = ct_lookup(&q->key);
 	if (v) {
 		int dead = 0;
 

@@ -166,4 +166,6 @@ static __always_inline int elem_key_kept(void *elem, const void *copy, int words
 	return 1;
 }
 
+#include "nat_ct.h"
+
 #endif /* XDPR_NAT_BASE_H */

@@ -170,7 +170,7 @@ __noinline int nat4_fwd_reply(struct xdp_md *ctx, struct pkt4_io *io, __u64 now)
 	if ((p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP) || !nat4_keyable(p, XDPR_CT_OUT))
 		return STEP_NEXT;
 	nat4_key(p, XDPR_CT_OUT, &k);
-	v = nat_lookup(&xdpr_nat_ct, &k);
+	v = ct_lookup(&k);
 	if (!v || v->bind_gen)
 		return STEP_NEXT; /* not a forward's */
 	bits = nat4_state_bits(p, XDPR_CT_OUT, &reopen);

@@ -201,8 +201,8 @@ static __always_inline int nat_sess_delete(const struct xdpr_ct_key *okey, const
 	__u32 gen = oval->bind_gen, rule = oval->rule;
 
 	ct_other_key(okey, oval, &ik);
-	nat_delete(&xdpr_nat_ct, &ik);
-	if (nat_delete(&xdpr_nat_ct, okey))
+	ct_delete(&ik);
+	if (ct_delete(okey))
 		return 0;
 	nat_release(okey->saddr, xaddr, xport, okey->proto, gen, now);
 	natlog_put(XDPR_NL_DELETE, okey, xaddr, xport, rule); /* oval may be another session's now */
@@ -218,7 +218,7 @@ static __always_inline __u64 nat_idle(const struct xdpr_ct_key *okey, const stru
 	__u64 last = oval->last_seen;
 
 	ct_other_key(okey, oval, &ik);
-	iv = nat_lookup(&xdpr_nat_ct, &ik);
+	iv = ct_lookup(&ik);
 	*state = oval->state;
 	if (iv) {
 		if (iv->last_seen > last)
@@ -257,6 +257,7 @@ struct sweep_ctx {
 	__u32 binds_freed;
 	__u32 hosts_freed;
 	__u32 budget;     /* entries the walk under way may still look at */
+	__u32 visits;     /* slots of xdpr_nat_cta it may still visit (most are free) */
 };
 
 /* The walk has looked at enough: stop it (1 ends bpf_for_each_map_elem). */
@@ -269,27 +270,17 @@ static __always_inline int sweep_enough(struct sweep_ctx *s)
 }
 
 /*
- * k and v point into the element: another CPU may delete it meanwhile, and
- * a deleted element is reused at once for the next session inserted.  So
- * the callback works on a copy (key, value, key again: a key that changed
- * means the element was taken for another session while being read), and
- * deletes by the copied key what it judged, never by the element's key.
+ * Judge one session half, from copies of its key and value.  Global (its
+ * two walks' callbacks stay small for the verifier), so it reads the
+ * configuration itself rather than through s->cfg.
  */
-static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_val *v,
-		     struct sweep_ctx *s)
+__noinline long gc_ct_judge(struct xdpr_ct_key *kc, struct xdpr_ct_val *vc, struct sweep_ctx *s)
 {
-	struct xdpr_ct_key kc;
-	struct xdpr_ct_val vc;
+	const struct xdpr_cfg *cfg = bpf_map_lookup_elem(&xdpr_cfg, (const void *)&nat_slot_key[0]);
 
-	if (sweep_enough(s))
-		return 1;
-	kc = *k;
-	asm volatile("" ::: "memory");
-	vc = *v;
-	asm volatile("" ::: "memory");
-	if (!elem_key_kept(k, &kc, sizeof(kc) / 8))
+	if (!kc || !vc || !s || !cfg)
 		return 0;
-	if (kc.dir != XDPR_CT_OUT) {
+	if (kc->dir != XDPR_CT_OUT) {
 		struct xdpr_ct_key o;
 
 		/*
@@ -297,19 +288,90 @@ static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_
 		 * session being created has its inbound half alone for a moment, with
 		 * last_seen from a clock read after this sweep's now: not "old".
 		 */
-		ct_other_key(&kc, &vc, &o);
-		if (!nat_lookup(&xdpr_nat_ct, &o) && s->now > vc.last_seen + NSEC)
-			nat_delete(&xdpr_nat_ct, &kc);
+		ct_other_key(kc, vc, &o);
+		if (!ct_lookup(&o) && s->now > vc->last_seen + NSEC)
+			ct_delete(kc);
 		return 0;
 	}
 	s->seen++;
-	if (s->op == XDPR_GC_ALL || (s->op == XDPR_GC_RULE && vc.rule == s->rule)) {
-		if (nat_sess_delete(&kc, &vc, s->now))
+	if (s->op == XDPR_GC_ALL || (s->op == XDPR_GC_RULE && vc->rule == s->rule)) {
+		if (nat_sess_delete(kc, vc, s->now))
 			s->deleted++;
-	} else if (nat_sweep_key(&kc, &vc, s->now, s->cfg, 0)) {
+	} else if (nat_sweep_key(kc, vc, s->now, cfg, 0)) {
 		s->deleted++;
 	}
 	return 0;
+}
+
+/* The sweeps' copy of the half they judge: per CPU, off the callbacks' frames. */
+struct gc_copy {
+	struct xdpr_ct_key k;
+	struct xdpr_ct_val v;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gc_copy);
+} xdpr_gc_scr SEC(".maps");
+
+/*
+ * k and v point into the element: another CPU may delete it meanwhile, and
+ * a deleted element is reused at once for the next session inserted.  So
+ * the callback works on a copy (key, value, key again: a key that changed
+ * means the element was taken for another session while being read), and
+ * deletes by the copied key what it judged, never by the element's key.
+ * This walks the overflow (xdpr_nat_ct); the next, the slots.
+ */
+static long gc_ct_cb(struct bpf_map *map, struct xdpr_ct_key *k, struct xdpr_ct_val *v,
+		     struct sweep_ctx *s)
+{
+	struct gc_copy *c = bpf_map_lookup_elem(&xdpr_gc_scr, (const void *)&nat_slot_key[0]);
+
+	if (sweep_enough(s))
+		return 1;
+	if (!c)
+		return 0;
+	c->k = *k;
+	asm volatile("" ::: "memory");
+	c->v = *v;
+	asm volatile("" ::: "memory");
+	if (!elem_key_kept(k, &c->k, sizeof(c->k) / 8))
+		return 0;
+	return gc_ct_judge(&c->k, &c->v, s);
+}
+
+/*
+ * A slot of xdpr_nat_cta: judged on a copy as above, the state word (with
+ * its generation) read again after it tells whether the slot was deleted or
+ * taken again meanwhile.  Empty slots cost the walk a visit, not budget.
+ */
+static long gc_cta_cb(struct bpf_map *map, __u32 *idx, struct xdpr_ct_slot *sl, struct sweep_ctx *s)
+{
+	struct gc_copy *c;
+	__u32 w;
+
+	if (!s->visits)
+		return 1;
+	s->visits--;
+	if (*idx < XDPR_CT_FIRST)
+		return 0;
+	w = READ_ONCE_U32(sl->state);
+	if (CT_ST(w) != XDPR_CTS_LIVE)
+		return 0;
+	if (sweep_enough(s))
+		return 1;
+	c = bpf_map_lookup_elem(&xdpr_gc_scr, (const void *)&nat_slot_key[0]);
+	if (!c)
+		return 0;
+	c->k = sl->key;
+	asm volatile("" ::: "memory");
+	c->v = sl->val;
+	asm volatile("" ::: "memory");
+	if (READ_ONCE_U32(sl->state) != w)
+		return 0;
+	return gc_ct_judge(&c->k, &c->v, s);
 }
 
 static long gc_bind_cb(struct bpf_map *map, struct xdpr_bind_key *k, struct xdpr_bind *b,
@@ -344,9 +406,18 @@ static __always_inline void nat_gc_all(struct sweep_ctx *s, __u32 cap)
 	void *m;
 
 	s->budget = cap;
+	s->visits = cap > 0xffffffff / 4 ? 0xffffffff : 4 * cap;
+	m = nat_tab(&xdpr_nat_cta);
+	if (m)
+		bpf_for_each_map_elem(m, gc_cta_cb, s, 0);
+	s->budget = cap;
 	m = nat_tab(&xdpr_nat_ct);
 	if (m)
 		bpf_for_each_map_elem(m, gc_ct_cb, s, 0);
+	/* the verifier takes *s as written by gc_ct_judge (global): name the configuration again */
+	s->cfg = bpf_map_lookup_elem(&xdpr_cfg, (const void *)&nat_slot_key[0]);
+	if (!s->cfg)
+		return;
 	s->budget = cap;
 	m = nat_tab(&xdpr_nat_bind);
 	if (m)
@@ -373,7 +444,7 @@ static long ring_sweep_cb(__u32 i, struct sweep_ctx *s)
 	if (!kp || !kp->proto)
 		return 0;
 	k = *kp;
-	v = nat_lookup(&xdpr_nat_ct, &k);
+	v = ct_lookup(&k);
 	if (v && nat_sweep_key(&k, v, s->now, s->cfg, 0))
 		s->deleted++;
 	return 0;
@@ -404,7 +475,8 @@ __noinline int nat_pressure_sweep(__u64 now)
 	if (now - old < NSEC || __sync_val_compare_and_swap(last, old, now) != old)
 		return 0;
 	nat_gc_all(&s, SWEEP_CAP);
-	if (s.cfg->nat_sess > XDPR_NAT_DEF_SESS) {
+	s.cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero); /* the walks' global callee may have written s */
+	if (s.cfg && s.cfg->nat_sess > XDPR_NAT_DEF_SESS) {
 		__u32 one = 1;
 		__u64 *at = bpf_map_lookup_elem(&xdpr_nat_sweep, &one);
 
@@ -441,7 +513,7 @@ static __always_inline void nat_ring_push(const struct xdpr_ct_key *okey, const 
 	if (slot->proto) {
 		struct xdpr_ct_key old = *slot;
 
-		v = nat_lookup(&xdpr_nat_ct, &old);
+		v = ct_lookup(&old);
 		if (v)
 			nat_sweep_key(&old, v, now, cfg, 0);
 	}
@@ -485,7 +557,7 @@ static long evict_cb(__u32 i, struct evict_ctx *e)
 	k = nat_lookup(&xdpr_nat_ring, &idx);
 	if (!k || !k->proto)
 		return 0;
-	v = nat_lookup(&xdpr_nat_ct, k);
+	v = ct_lookup(k);
 	if (!v)
 		return 0;
 	idle = nat_idle(k, v, e->now, &st);
@@ -536,7 +608,7 @@ __noinline int nat_evict(void)
 	bpf_loop(EVICT_SCAN, evict_cb, &e, 0);
 	if (!e.found)
 		return 0;
-	v = nat_lookup(&xdpr_nat_ct, &e.best);
+	v = ct_lookup(&e.best);
 	return v ? nat_sweep_key(&e.best, v, q->now, &q->cfg, e.best_n != 0xffffffff) : 0;
 }
 
@@ -578,10 +650,10 @@ __noinline int nat_insert(void)
 	v->bind_gen = q->gen;
 
 	for (int tries = 0; tries < 2; tries++) {
-		err = nat_update(&xdpr_nat_ct, ik, v, BPF_NOEXIST);
+		err = ct_insert(ik, v);
 		if (err != -EEXIST)
 			break;
-		old = nat_lookup(&xdpr_nat_ct, ik);
+		old = ct_lookup(ik);
 		if (!old)
 			continue;
 		if (old->xaddr == q->key.saddr && old->xport == q->key.sport) {
@@ -597,26 +669,26 @@ __noinline int nat_insert(void)
 			struct xdpr_ct_val *ov;
 
 			ct_other_key(ik, old, &ok);
-			ov = nat_lookup(&xdpr_nat_ct, &ok);
+			ov = ct_lookup(&ok);
 			if (!ov || !nat_sweep_key(&ok, ov, q->now, &q->cfg, 0))
 				return XDPR_NE_NO_PORT;
 		}
 	}
 	if (err)
-		return err == -EEXIST ? XDPR_NE_NO_PORT : XDPR_NE_TABLE_FULL;
+		return err == -EEXIST ? XDPR_NE_NO_PORT : err == -EBUSY ? XDPR_NE_BUSY : XDPR_NE_TABLE_FULL;
 	v->xaddr = q->out_addr;
 	v->xport = q->port;
-	err = nat_update(&xdpr_nat_ct, &q->key, v, BPF_NOEXIST);
+	err = ct_insert(&q->key, v);
 	if (err == -EEXIST) {
-		old = nat_lookup(&xdpr_nat_ct, &q->key);
+		old = ct_lookup(&q->key);
 		if (old && old->xaddr == q->out_addr && old->xport == q->port) {
 			q->out = *old; /* the other CPU's; our inbound half is the same key as its */
 			return XDPR_NE_ADOPTED;
 		}
 	}
 	if (err) {
-		nat_delete(&xdpr_nat_ct, ik);
-		return err == -EEXIST ? XDPR_NE_BUSY : XDPR_NE_TABLE_FULL;
+		ct_delete(ik);
+		return err == -EEXIST || err == -EBUSY ? XDPR_NE_BUSY : XDPR_NE_TABLE_FULL;
 	}
 	q->out = *v;
 	return NAT_OK;

@@ -244,7 +244,7 @@ static __always_inline int nat4_icmp_err(struct pkt4 *p, int dir)
 	k.saddr = e->daddr;
 	k.daddr = e->saddr;
 	k.dir = dir;
-	v = nat_lookup(&xdpr_nat_ct, &k);
+	v = ct_lookup(&k);
 	if (!v)
 		return 0;
 	if (nat4_icmp_err_rewrite(p, dir, v->xaddr, v->xport, e, el4))

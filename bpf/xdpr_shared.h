@@ -191,6 +191,7 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_MAP_RULES   "xdpr_nat_rules"
 #define XDPR_MAP_NSTATS  "xdpr_nat_stats"
 #define XDPR_MAP_CT      "xdpr_nat_ct"
+#define XDPR_MAP_CTA     "xdpr_nat_cta"
 #define XDPR_MAP_BIND    "xdpr_nat_bind"
 #define XDPR_MAP_EIM     "xdpr_nat_eim"
 #define XDPR_MAP_HOSTS   "xdpr_nat_hosts"
@@ -340,6 +341,77 @@ struct xdpr_ct_val {
 	__u64 created;
 	__u64 bind_gen;     /* generation of the binding this session holds */
 };
+
+/*
+ * The session table proper (xdpr_nat_cta): open addressing over an array of
+ * 64-byte slots, key and value in one cache line, so that an established
+ * packet's lookup costs one line where the kernel's hash table costs two
+ * (its bucket array, then the element).  A half lives in the first free of
+ * XDPR_CT_PROBES slots from slot (xdpr_ct_hash(key) & mask); when all of
+ * them are taken it goes to the kernel's hash table xdpr_nat_ct instead
+ * (the overflow).  Array index 0 is the header (read only once made),
+ * index 1 the count of halves held (its own line: written per session made
+ * or deleted), slots from XDPR_CT_FIRST.
+ *
+ * A slot's state word is gen << 2 | enum xdpr_cts.  Slots go EMPTY -> BUSY
+ * -> LIVE -> TOMB -> BUSY ... and never back to EMPTY while the table
+ * lives, so a lookup stops at an EMPTY slot, and looks in the overflow only
+ * when none of its slots is EMPTY.  A half is inserted with its first
+ * slot's lock word held (so two CPUs cannot insert one key twice; a key
+ * whose window has no EMPTY slot is looked for in the overflow first, since
+ * a TOMB there may be newer than the key's move to the overflow), deleted
+ * by compare-and-swap of the whole state word (gen: a slot freed and taken
+ * again in between does not match).  A deleted slot is taken again at once,
+ * as the kernel's hash table reuses a deleted element at once: a value
+ * pointer a CPU still holds may by then be another session's.
+ */
+#define XDPR_CT_PROBES   4
+#define XDPR_CT_FIRST    2
+#define XDPR_CT_MAX_SLOTS (1u << 24) /* 1 GiB, for 8M sessions; more overflow more */
+
+enum xdpr_cts { XDPR_CTS_EMPTY = 0, XDPR_CTS_BUSY = 1, XDPR_CTS_LIVE = 2, XDPR_CTS_TOMB = 3 };
+
+struct xdpr_ct_slot {
+	__u32 lock;         /* held by the CPU inserting a key whose first slot this is */
+	__u32 state;        /* gen << 2 | enum xdpr_cts */
+	__u64 pad;
+	struct xdpr_ct_key key;
+	struct xdpr_ct_val val;
+};
+
+/* Index 0 of xdpr_nat_cta (the rest of the line unused); index 1 holds the count. */
+struct xdpr_ct_hdr {
+	__u32 mask;         /* slots - 1 (a power of two) */
+	__u32 limit;        /* halves the table and its overflow hold at most */
+	__u64 count;        /* index 1 only: halves held, array and overflow */
+	__u64 pad[6];
+};
+
+/*
+ * Slots for a table of that many sessions: a slot per half (a power of two
+ * at least that).  Half full, ~3% of halves find their window taken and go
+ * to the overflow; full, ~18% (measured with bench/tabbench).
+ */
+static inline __u32 xdpr_ct_slots(__u32 sessions)
+{
+	__u64 want = 2ULL * sessions, n = 4;
+
+	while (n < want && n < XDPR_CT_MAX_SLOTS)
+		n <<= 1;
+	return (__u32)n;
+}
+
+/* A key's first slot (before masking).  The key's pad bytes must be 0. */
+static inline __u32 xdpr_ct_hash(const struct xdpr_ct_key *k)
+{
+	const __u32 *w = (const __u32 *)k;
+	__u64 h = (__u64)w[0] * 0x9e3779b97f4a7c15ULL;
+
+	h = (h ^ w[1]) * 0xc2b2ae3d27d4eb4fULL;
+	h = (h ^ w[2]) * 0x9e3779b97f4a7c15ULL;
+	h = (h ^ w[3]) * 0xc2b2ae3d27d4eb4fULL;
+	return (__u32)(h >> 32);
+}
 
 /* Outside address/port ownership (the EIM binding, reverse side). */
 struct xdpr_bind_key {
@@ -816,6 +888,8 @@ enum xdpr_binat_event {
 	XDPR_BE_MAX
 };
 
+_Static_assert(sizeof(struct xdpr_ct_slot) == 64, "xdpr_ct_slot: one cache line");
+_Static_assert(sizeof(struct xdpr_ct_hdr) == 64, "xdpr_ct_hdr: one cache line");
 _Static_assert(sizeof(struct xdpr_binat_rule) == 40, "xdpr_binat_rule layout");
 _Static_assert(sizeof(struct xdpr_binat_key) == 12, "xdpr_binat_key layout");
 

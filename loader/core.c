@@ -56,7 +56,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_DDOS_SLOTS] = XDPR_MAP_DDOS_SLOTS,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
 	[XM_SLOTS] = "xdpr_slot_names",
-	[XM_NATLOG] = XDPR_MAP_NATLOG,
+	[XM_NATLOG] = XDPR_MAP_NATLOG,     [XM_CTA] = XDPR_MAP_CTA,
 };
 
 /* The library's own maps (bound to the program): a router may lack them. */
@@ -795,7 +795,7 @@ struct map_proto {
 static struct map_proto rt_proto[XDPR_RT_MAPS], flt_proto[XDPR_FI_MAPS], nat_proto[XDPR_NT_MAPS];
 
 /* The NAT outer maps, by enum xdpr_nat_tab. */
-const int xdpr_nat_outer[XDPR_NT_MAPS] = { XM_CT, XM_BIND, XM_EIM, XM_HOSTS, XM_RING, XM_FLOWS };
+const int xdpr_nat_outer[XDPR_NT_MAPS] = { XM_CT, XM_BIND, XM_EIM, XM_HOSTS, XM_RING, XM_FLOWS, XM_CTA };
 
 /* Is outer map name one of the NAT tables'? */
 static bool nat_outer_name(const char *name)
@@ -821,6 +821,13 @@ static int proto_create(const struct map_proto *p, __u32 entries)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The header of a new session slot array for that many sessions (0: an idle slot's). */
+static int cta_init(int fd, __u32 sessions)
+{
+	return xdpr_ct_init(fd, xdpr_ct_slots(sessions ? sessions : XDPR_NAT_TINY / 2),
+			    sessions ? 2 * sessions : XDPR_NAT_TINY);
+}
+
 /*
  * A map like the inner map definition of outer map m, for its slot: a NAT
  * table's idle slot gets an XDPR_NAT_TINY-entry table (it is replaced whole
@@ -832,9 +839,18 @@ static int create_like(struct bpf_map *m, __u32 slot)
 	bool nat = nat_outer_name(name);
 	struct map_proto p;
 
+	int fd, err;
+
 	set_proto(&p, bpf_map__inner_map(m),
 		  nat ? "xdpr_nat_tab" : strncmp(name, "xdpr_flt", 8) ? "xdpr_rt_inner" : "xdpr_flt_inner");
-	return proto_create(&p, nat && slot ? XDPR_NAT_TINY : 0);
+	if (strcmp(name, XDPR_MAP_CTA))
+		return proto_create(&p, nat && slot ? XDPR_NAT_TINY : 0);
+	fd = proto_create(&p, xdpr_nat_entries(XDPR_NT_CTA, slot ? XDPR_NAT_TINY / 2 : XDPR_NAT_DEF_SESS));
+	if (fd >= 0 && (err = cta_init(fd, slot ? 0 : XDPR_NAT_DEF_SESS))) {
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 /* The route table and filter inner map definitions of an opened (not loaded) skeleton. */
@@ -858,6 +874,7 @@ static void set_protos(struct xdpr_bpf *skel)
 	set_proto(&nat_proto[XDPR_NT_HOSTS], bpf_map__inner_map(skel->maps.xdpr_nat_hosts), "xdpr_nat_tab");
 	set_proto(&nat_proto[XDPR_NT_RING], bpf_map__inner_map(skel->maps.xdpr_nat_ring), "xdpr_nat_tab");
 	set_proto(&nat_proto[XDPR_NT_FLOWS], bpf_map__inner_map(skel->maps.xdpr_flt_flows), "xdpr_nat_tab");
+	set_proto(&nat_proto[XDPR_NT_CTA], bpf_map__inner_map(skel->maps.xdpr_nat_cta), "xdpr_nat_tab");
 }
 
 /* The inner map prototypes, read from the BPF object once. */
@@ -927,6 +944,8 @@ __u32 xdpr_nat_entries(int which, __u32 sessions)
 {
 	if (which == XDPR_NT_FLOWS)
 		return sessions > XDPR_FLT_FLOWS ? sessions : XDPR_FLT_FLOWS;
+	if (which == XDPR_NT_CTA)
+		return XDPR_CT_FIRST + xdpr_ct_slots(sessions);
 	return which == XDPR_NT_CT ? 2 * sessions : sessions;
 }
 
@@ -940,7 +959,18 @@ int xdpr_nat_new_map(struct xdpr *x, int which, __u32 sessions)
 
 	if (fd)
 		return fd;
-	fd = proto_create(&nat_proto[which], sessions ? xdpr_nat_entries(which, sessions) : XDPR_NAT_TINY);
+	if (which == XDPR_NT_CTA)
+		fd = proto_create(&nat_proto[which], xdpr_nat_entries(which, sessions ? sessions : XDPR_NAT_TINY / 2));
+	else
+		fd = proto_create(&nat_proto[which], sessions ? xdpr_nat_entries(which, sessions) : XDPR_NAT_TINY);
+	if (fd >= 0 && which == XDPR_NT_CTA) {
+		int err = cta_init(fd, sessions);
+
+		if (err) {
+			close(fd);
+			fd = err;
+		}
+	}
 	if (fd < 0)
 		seterr(x, "cannot create a NAT table for %u sessions: %s", sessions, strerror(-fd));
 	return fd;

@@ -25,6 +25,7 @@
  *     vlandev.c  VLAN devices, rx offload
  *     reasons.c  names of reasons and modes
  *     nfguard.c  netfilter rules XDP would bypass
+ *     nat_ct.c   the session table's slots and overflow, as userspace reads them
  * (selftests/unit/layers.t checks this table against the objects.)
  */
 #ifndef XDPR_CORE_H

@@ -90,7 +90,7 @@ enum xdpr_map {
 	XM_BINAT, XM_BINAT_IN, XM_BINAT_OUT, XM_BINAT_ST,
 	XM_METER, XM_METER_PC,
 	XM_DDOS_PROT, XM_DDOS_TO, XM_DDOS_FROM, XM_DDOS_BANS, XM_DDOS_STATS, XM_DDOS_BITS, XM_DDOS_SLOTS,
-	XM_NATLOG,
+	XM_NATLOG, XM_CTA,
 	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
 	XM_MAX
 };
@@ -209,8 +209,39 @@ enum { XDPR_RT_DIR, XDPR_RT_REC, XDPR_RT_NH, XDPR_RT_MAPS };
 enum xdpr_nat_tab {
 	XDPR_NT_CT, XDPR_NT_BIND, XDPR_NT_EIM, XDPR_NT_HOSTS, XDPR_NT_RING,
 	XDPR_NT_FLOWS, /* the filter's flow states (xdpr_flt_flows), sized and switched with them */
+	XDPR_NT_CTA,   /* the session slots (xdpr_nat_cta); XDPR_NT_CT holds their overflow */
 	XDPR_NT_MAPS
 };
+
+/*
+ * A session table as userspace reads and writes it: the slot array
+ * (mmap-ed) and its overflow hash table (loader/nat_ct.c).  Writes are for
+ * a table no packet creates or deletes in (a frozen copy, a test); reads
+ * may race the packet path like any map read.
+ */
+struct xdpr_ct_tab {
+	struct xdpr_ct_slot *slot; /* the array, header included */
+	size_t len;                /* bytes mapped */
+	__u32 mask;
+	int ov;                    /* the overflow's fd (not owned) */
+};
+/* Map the table of these two fds: 0 or -errno. */
+int xdpr_ct_open(int cta_fd, int ov_fd, struct xdpr_ct_tab *t);
+void xdpr_ct_close(struct xdpr_ct_tab *t);
+/* Write the header of a new slot array: slots (a power of two), limit (halves). */
+int xdpr_ct_init(int cta_fd, __u32 slots, __u32 limit);
+/* Half k's value: 0, or -ENOENT. */
+int xdpr_ct_get(const struct xdpr_ct_tab *t, const struct xdpr_ct_key *k, struct xdpr_ct_val *v);
+/* Insert (BPF_NOEXIST: -EEXIST, -E2BIG at the limit) or replace (BPF_EXIST: -ENOENT) half k. */
+int xdpr_ct_put(struct xdpr_ct_tab *t, const struct xdpr_ct_key *k, const struct xdpr_ct_val *v, __u64 flags);
+/* Delete half k: 0, or -ENOENT. */
+int xdpr_ct_del(struct xdpr_ct_tab *t, const struct xdpr_ct_key *k);
+/* Every half held: *n of them in malloc'd *keys and *vals (either may be NULL); 0 or -errno. */
+int xdpr_ct_dump(const struct xdpr_ct_tab *t, struct xdpr_ct_key **keys, struct xdpr_ct_val **vals, size_t *n);
+/* Halves held as the header counts them. */
+__u64 xdpr_ct_count(const struct xdpr_ct_tab *t);
+/* Empty the table (slots, overflow, count): 0 or -errno. */
+int xdpr_ct_clear(struct xdpr_ct_tab *t);
 /* A route with its prefix as the library handles it (the maps hold it compacted). */
 struct xdpr_rtrec {
 	struct xdpr_route r;

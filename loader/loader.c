@@ -191,7 +191,7 @@ static int replug(struct xdpr *x, const struct xdpr_link *l, int prog_fd)
  */
 static void sync_pins(struct xdpr *x, bool present)
 {
-	static const int pinned[] = { XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT };
+	static const int pinned[] = { XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_CTA };
 	char dir[64], path[96];
 	unsigned long ino = 0;
 	struct statfs fs;

@@ -1286,23 +1286,25 @@ __u64 xdpr_nat_timeout_ns(const struct xdpr_cfg *c, __u8 proto, __u8 state)
 
 int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, void *), void *arg)
 {
-	struct hash_dump d;
+	struct xdpr_ct_key *keys = NULL;
+	struct xdpr_ct_val *vals = NULL;
+	struct xdpr_ct_tab t = {};
 	struct xdpr_cfg c;
 	__u64 now = xdpr_mono_ns();
-	int err, ct = -1;
+	int err, ct = -1, cta = -1;
+	size_t n = 0;
 
 	err = xdpr_cfg_get(x, &c);
 	if (!err && (ct = xdpr_nat_tab_fd(x, XDPR_NT_CT, c.nat_slot & 1)) < 0)
 		err = ct;
-	if (!err)
-		err = dump_hash(x, ct, "the session table", &d);
-	if (err) {
-		if (ct >= 0)
-			close(ct);
-		return err;
-	}
-	for (size_t i = 0; i < d.n && !err; i++) {
-		const struct xdpr_ct_key *k = (const struct xdpr_ct_key *)d.keys + i;
+	if (!err && (cta = xdpr_nat_tab_fd(x, XDPR_NT_CTA, c.nat_slot & 1)) < 0)
+		err = cta;
+	if (!err && (err = xdpr_ct_open(cta, ct, &t)))
+		seterr(x, "cannot read the session table: %s", strerror(-err));
+	if (!err && (err = xdpr_ct_dump(&t, &keys, &vals, &n)))
+		seterr(x, "cannot read the session table: %s", strerror(-err));
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct xdpr_ct_key *k = &keys[i];
 		struct xdpr_session s = {};
 		struct xdpr_ct_key ik;
 		__u64 last;
@@ -1310,10 +1312,10 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 		if (k->dir != XDPR_CT_OUT)
 			continue;
 		s.key = *k;
-		s.out = ((const struct xdpr_ct_val *)d.vals)[i];
+		s.out = vals[i];
 		ik = (struct xdpr_ct_key){ .saddr = k->daddr, .daddr = s.out.xaddr, .sport = k->dport,
 					   .dport = s.out.xport, .proto = k->proto, .dir = XDPR_CT_IN };
-		s.has_in = !bpf_map_lookup_elem(ct, &ik, &s.in);
+		s.has_in = !xdpr_ct_get(&t, &ik, &s.in);
 		s.state = s.out.state | (s.has_in ? s.in.state : 0);
 		last = s.out.last_seen;
 		if (s.has_in && s.in.last_seen > last)
@@ -1324,9 +1326,13 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 			continue; /* expired, waiting for a sweep: not a live session */
 		err = cb(&s, arg);
 	}
-	close(ct);
-	free(d.keys);
-	free(d.vals);
+	xdpr_ct_close(&t);
+	if (ct >= 0)
+		close(ct);
+	if (cta >= 0)
+		close(cta);
+	free(keys);
+	free(vals);
 	return err;
 }
 

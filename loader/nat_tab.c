@@ -280,22 +280,6 @@ static __u64 mem_available(void)
 	return room < avail ? room : avail;
 }
 
-/* What the kernel counts for a hash map beyond its buckets and entries (measured once). */
-static __u64 htab_overhead(struct xdpr *x)
-{
-	static __u64 over = ~0ULL;
-
-	if (over == ~0ULL) {
-		int fd = xdpr_nat_new_map(x, XDPR_NT_CT, 1); /* 2 entries, 2 buckets */
-		__u64 used = fd >= 0 ? map_memlock(fd) : 0;
-
-		over = used > fixed_bytes(XDPR_NT_CT, 1) ? used - fixed_bytes(XDPR_NT_CT, 1) : 0;
-		if (fd >= 0)
-			close(fd);
-	}
-	return over;
-}
-
 int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m)
 {
 	struct xdpr_cfg c;
@@ -318,15 +302,13 @@ int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m)
 			return fd;
 		used = map_memlock(fd);
 		m->in_use += used;
-		/* the kernel counts (element + list node) per entry, unrounded */
-		if (t == XDPR_NT_CT) {
-			__u32 k, v;
-			bool hash, alloc;
-			__u64 per, base = fixed_bytes(t, c.nat_sess) + htab_overhead(x);
+		if (t == XDPR_NT_CTA) {
+			struct xdpr_ct_tab ct;
 
-			xdpr_nat_shape(t, &k, &v, &hash, &alloc);
-			per = HTAB_ELEM + R8(k) + R8(v) + LLIST_NODE;
-			m->entries = used > base ? (used - base) / per : 0;
+			if (!xdpr_ct_open(fd, -1, &ct)) {
+				m->entries = xdpr_ct_count(&ct);
+				xdpr_ct_close(&ct);
+			}
 		}
 		close(fd);
 	}
@@ -503,6 +485,47 @@ static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int w
 			       "nothing changed", have < 0 ? 0 : have, (unsigned long long)*n);
 		}
 	}
+	return err;
+}
+
+/* The session halves, slots and overflow, into the new slots and overflow (each placed anew). */
+static int copy_ct(struct xdpr *x, const int ofd[XDPR_NT_MAPS], const int nfd[XDPR_NT_MAPS], __u64 *n)
+{
+	struct xdpr_ct_tab from, to;
+	struct xdpr_ct_key *keys = NULL;
+	struct xdpr_ct_val *vals = NULL;
+	size_t cnt = 0;
+	int err;
+
+	err = xdpr_ct_open(ofd[XDPR_NT_CTA], ofd[XDPR_NT_CT], &from);
+	if (err) {
+		seterr(x, "cannot read the session table: %s", strerror(-err));
+		return err;
+	}
+	err = xdpr_ct_open(nfd[XDPR_NT_CTA], nfd[XDPR_NT_CT], &to);
+	if (err) {
+		seterr(x, "cannot open the new session table: %s", strerror(-err));
+		xdpr_ct_close(&from);
+		return err;
+	}
+	err = xdpr_ct_dump(&from, &keys, &vals, &cnt);
+	if (err)
+		seterr(x, "cannot read the session table: %s", strerror(-err));
+	for (size_t i = 0; !err && i < cnt; i++) {
+		err = xdpr_ct_put(&to, &keys[i], &vals[i], BPF_NOEXIST);
+		if (err == -E2BIG || err == -ENOMEM)
+			seterr(x, "%s holds more than the new size allows (%llu copied): nothing changed "
+			       "(`nat flush sessions`, or wait for sessions and held ports to expire)",
+			       XDPR_MAP_CT, (unsigned long long)*n);
+		else if (err)
+			seterr(x, "cannot fill the new session table: %s", strerror(-err));
+		else
+			++*n;
+	}
+	free(keys);
+	free(vals);
+	xdpr_ct_close(&to);
+	xdpr_ct_close(&from);
 	return err;
 }
 
@@ -691,7 +714,9 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 	for (int t = 0; t < XDPR_NT_MAPS && !err; t++) {
 		if (t == XDPR_NT_RING)
 			err = copy_ring(x, ofd[t], nfd[t], sessions, &head);
-		else
+		else if (t == XDPR_NT_CT)
+			err = copy_ct(x, ofd, nfd, &res->copied[t]);
+		else if (t != XDPR_NT_CTA)
 			err = copy_hash(x, &c, ofd[t], nfd[t], t, &res->copied[t]);
 	}
 	if (!err && !freeze_hold(x, &c))

@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "xdpr_shared.h"
+#include "libxdpr.h"
 
 /*
  * A program loaded straight from its skeleton has empty NAT outer maps:
@@ -28,6 +29,88 @@
  * xdpr_create_maps does for a router.  The fds of the slot-0 tables go to
  * ct, bind, eim, hosts, ring and flows (the filter's flow states).
  */
+/*
+ * The live session table (slot 0's slots and overflow) of the program
+ * nat_tabs_init gave tables to, when it was asked for ct; the ct_* helpers
+ * below read and write it as a user would see it.
+ */
+static struct xdpr_ct_tab ct_tab;
+
+/* A session slot array for that many sessions, its header written (as loader/core.c makes it). */
+static inline int cta_create(__u32 sessions)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	__u32 slots = xdpr_ct_slots(sessions);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "xdpr_nat_tab", sizeof(__u32), sizeof(struct xdpr_ct_slot),
+				XDPR_CT_FIRST + slots, &o);
+
+	if (fd < 0 || xdpr_ct_init(fd, slots, 2 * sessions)) {
+		printf("Bail out! cannot make a session slot array: %s\n", strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+/* Point ct_tab at these tables (the slot array's fd stays open for it). */
+static inline void ct_tab_open(int cta_fd, int ct_fd)
+{
+	int err;
+
+	xdpr_ct_close(&ct_tab);
+	err = xdpr_ct_open(cta_fd, ct_fd, &ct_tab);
+	if (err) {
+		printf("Bail out! cannot map the session table: %s\n", strerror(-err));
+		exit(1);
+	}
+}
+
+/* Every session half: n of them in malloc'd *keys (values too, if vals). */
+static inline size_t ct_dump(struct xdpr_ct_key **keys, struct xdpr_ct_val **vals)
+{
+	size_t n = 0;
+	int err = xdpr_ct_dump(&ct_tab, keys, vals, &n);
+
+	if (err) {
+		printf("Bail out! cannot read the session table: %s\n", strerror(-err));
+		exit(1);
+	}
+	return n;
+}
+
+/* Session halves held; -1 when the table's own count says otherwise. */
+static inline int ct_halves(void)
+{
+	struct xdpr_ct_key *k;
+	size_t n = ct_dump(&k, NULL);
+
+	free(k);
+	return xdpr_ct_count(&ct_tab) == n ? (int)n : -1;
+}
+
+/* Half k: 0 and *v, or -ENOENT. */
+static inline int ct_read(const struct xdpr_ct_key *k, struct xdpr_ct_val *v)
+{
+	return xdpr_ct_get(&ct_tab, k, v);
+}
+
+/* Replace half k's value: 0, or -ENOENT. */
+static inline int ct_set(const struct xdpr_ct_key *k, const struct xdpr_ct_val *v)
+{
+	return xdpr_ct_put(&ct_tab, k, v, BPF_EXIST);
+}
+
+static inline void ct_clear(void)
+{
+	int err = xdpr_ct_clear(&ct_tab);
+
+	if (err) {
+		printf("Bail out! cannot empty the session table: %s\n", strerror(-err));
+		exit(1);
+	}
+}
+
+#define XDPR_NAT_TINY_SESS 32 /* an idle slot's sessions (loader/core.h: XDPR_NAT_TINY halves) */
+
 static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int *eim, int *hosts, int *ring,
 				 int *flows)
 {
@@ -71,6 +154,27 @@ static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int
 				close(ifd);
 			else
 				*fd[i] = ifd;
+		}
+	}
+	{
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, XDPR_MAP_CTA);
+
+		for (__u32 slot = 0; m && slot < 2; slot++) {
+			int ifd = cta_create(slot ? XDPR_NAT_TINY_SESS : XDPR_NAT_DEF_SESS);
+
+			if (bpf_map_update_elem(bpf_map__fd(m), &slot, &ifd, BPF_ANY)) {
+				printf("Bail out! cannot give %s[%u] a table: %s\n", XDPR_MAP_CTA, slot,
+				       strerror(errno));
+				exit(1);
+			}
+			if (slot || !ct)
+				close(ifd);
+			else
+				ct_tab_open(ifd, *ct);
+		}
+		if (!m) {
+			printf("Bail out! no map %s\n", XDPR_MAP_CTA);
+			exit(1);
 		}
 	}
 }

@@ -307,7 +307,7 @@ static int map_clear(int fd, size_t key_size)
 /* Independent case: empty NAT tables, default settings, the masquerade rule 1 on r1. */
 static void fresh(void)
 {
-	map_clear(ct_fd, sizeof(struct xdpr_ct_key));
+	ct_clear();
 	map_clear(bind_fd, sizeof(struct xdpr_bind_key));
 	map_clear(eim_fd, sizeof(struct xdpr_eim_key));
 	map_clear(hosts_fd, sizeof(__be32));
@@ -699,7 +699,7 @@ static struct xdpr_ct_key ct_key(const char *s, const char *d, __u16 sp, __u16 d
 
 static bool ct_get(const struct xdpr_ct_key *k, struct xdpr_ct_val *v)
 {
-	return !bpf_map_lookup_elem(ct_fd, k, v);
+	return !ct_read(k, v);
 }
 
 /* Outside address/port of the session in -> rem (its outbound half); false if none. */

@@ -1126,7 +1126,7 @@ static bool t_table_full(void)
 	}
 	read_slot_sum(stats_fd, ncpus, 1, after);
 	read_ev(1, &e1);
-	ct = map_count(ct_fd);
+	ct = ct_halves();
 	note("%d flows: %d forwarded, first eviction seen by flow %d, %llu evicted, %d ct entries",
 	     nflows, fwd, first_evict,
 	     (unsigned long long)(e1.n[XDPR_NE_SESS_EVICTED] - e0.n[XDPR_NE_SESS_EVICTED]), ct);

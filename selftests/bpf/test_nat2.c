@@ -75,8 +75,8 @@ static bool sess_age(const char *in, const char *rem, __u16 inp, __u16 remp, __u
 	if (!halves(in, rem, inp, remp, proto, &ko, &vo, &ki, &vi))
 		return false;
 	vo.last_seen = vi.last_seen = t;
-	if (bpf_map_update_elem(ct_fd, &ko, &vo, BPF_EXIST) ||
-	    bpf_map_update_elem(ct_fd, &ki, &vi, BPF_EXIST))
+	if (ct_set(&ko, &vo) ||
+	    ct_set(&ki, &vi))
 		die("cannot write a session's halves: %s", strerror(errno));
 	return true;
 }
@@ -153,6 +153,14 @@ static void tables_sized(__u32 n)
 			die("cannot make a NAT table for %u sessions: %s", n, strerror(errno));
 		close(*t[i].fd);
 		*t[i].fd = fd;
+	}
+	{
+		int fd = cta_create(n);
+
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_nat_cta), &zero, &fd, BPF_ANY))
+			die("cannot make a session slot array for %u sessions: %s", n, strerror(errno));
+		ct_tab_open(fd, ct_fd);
+		close(fd);
 	}
 	ring_tab_fd = ring_fd;
 	cfg_sess = n;
@@ -459,6 +467,179 @@ static bool t_big_table_sweep(void)
 	rule_clear(2);
 	iface_rules("r1", 1);
 	tables_sized(XDPR_NAT_DEF_SESS);
+	fresh_all();
+	return ok;
+}
+
+/*
+ * n UDP flows IN2:sp[i] -> REM:dp[i], inside ports distinct from s0 up,
+ * whose half of direction dir (the inbound one with the inside port kept
+ * as the outside port) starts at one slot, *home; how many were found.
+ */
+static int same_first_slot(__u8 dir, __u16 s0, __u16 *sp, __u16 *dp, int n, __u32 *home)
+{
+	int got = 0;
+
+	for (__u32 s = s0; s < s0 + 200u && got < n; s++)
+		for (__u32 d = 1024; d < 65536; d++) {
+			struct xdpr_ct_key k = dir == XDPR_CT_OUT ? ct_key(IN2, REM, s, d, IPPROTO_UDP, dir)
+								  : ct_key(REM, OUTA, d, s, IPPROTO_UDP, dir);
+			__u32 h = xdpr_ct_hash(&k) & ct_tab.mask;
+
+			if (got && h != *home)
+				continue;
+			*home = h;
+			sp[got] = s;
+			dp[got++] = d;
+			break;
+		}
+	return got;
+}
+
+/*
+ * The session table's slots and overflow (bpf/nat_ct.h): outbound halves
+ * that all start at one slot fill its window of XDPR_CT_PROBES slots, then
+ * go to the overflow (xdpr_nat_ct); every session translates both ways on
+ * its port.  A session deleted from the window leaves a tombstone the
+ * lookups of the overflowed halves go past, and the next session starting
+ * there takes it.
+ */
+static bool t_slots_overflow(void)
+{
+	enum { N = XDPR_CT_PROBES + 3 };
+	__u16 sp[N], dp[N], port[N];
+	struct xdpr_ct_val v;
+	struct xdpr_gc_cmd res;
+	__u32 home = 0;
+	int n = 0, over;
+	bool ok = true;
+
+	fresh_all();
+	/* keys of distinct inside ports whose first slot is the first key's */
+	n = same_first_slot(XDPR_CT_OUT, 20000, sp, dp, N, &home);
+	if (n < N)
+		return note("found %d keys sharing a first slot, wanted %d", n, N), false;
+	note("%d outbound halves start at slot %u of %u", N, home, ct_tab.mask + 1);
+	for (int i = 0; i < N - 1; i++) {
+		struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = sp[i], .dport = dp[i] };
+		char what[64];
+
+		snprintf(what, sizeof(what), "colliding flow %d", i);
+		port[i] = open_flow(what, k, EV(XOUT, NEW, KEPT), &ok);
+	}
+	for (int i = 0; i < N - 1; i++) {
+		struct xdpr_ct_key ko = ct_key(IN2, REM, sp[i], dp[i], IPPROTO_UDP, XDPR_CT_OUT);
+		bool in_ov = !bpf_map_lookup_elem(ct_fd, &ko, &v);
+
+		if (i < XDPR_CT_PROBES - 1)
+			ok &= expect(!in_ov, "flow %d: its outbound half is in the overflow, expected a slot", i);
+		if (i >= XDPR_CT_PROBES)
+			ok &= expect(in_ov, "flow %d: its outbound half is not in the overflow", i);
+	}
+	for (int i = 0; i < N - 1; i++) {
+		struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = sp[i], .dport = dp[i] };
+		struct pkt r = { .src = REM, .dst = OUTA, .proto = IPPROTO_UDP, .sport = dp[i], .dport = port[i] };
+		char what[64];
+
+		snprintf(what, sizeof(what), "colliding flow %d, second packet", i);
+		ok &= expect(open_flow(what, k, EV(XOUT), &ok) == port[i], "flow %d changed its port", i);
+		snprintf(what, sizeof(what), "colliding flow %d, reply", i);
+		ok &= reply_in(what, r, IN2, sp[i]);
+	}
+	over = map_count(ct_fd);
+	ok &= expect(ct_halves() == 2 * (N - 1), "%d session halves (by the table's count: -1 if it "
+		     "disagrees), expected %d", ct_halves(), 2 * (N - 1));
+
+	/* flow 1 expires: its slot becomes a tombstone */
+	ok &= sess_age(IN2, REM, sp[1], dp[1], IPPROTO_UDP, now_ns() - 2 * XDPR_DEF_UDP * NS);
+	if (gc(XDPR_GC_EXPIRED, &res))
+		die("xdpr_nat_gc failed: %s", strerror(errno));
+	ok &= expect(res.deleted == 1, "gc deleted %u sessions, expected 1", res.deleted);
+	for (int i = XDPR_CT_PROBES; i < N - 1; i++) {
+		struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = sp[i], .dport = dp[i] };
+		char what[80];
+
+		snprintf(what, sizeof(what), "overflowed flow %d past the tombstone", i);
+		ok &= expect(open_flow(what, k, EV(XOUT), &ok) == port[i], "flow %d changed its port", i);
+	}
+	{
+		struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = sp[N - 1], .dport = dp[N - 1] };
+		struct xdpr_ct_key ko = ct_key(IN2, REM, sp[N - 1], dp[N - 1], IPPROTO_UDP, XDPR_CT_OUT);
+
+		open_flow("a new colliding flow", k, EV(XOUT, NEW, KEPT), &ok);
+		ok &= expect(bpf_map_lookup_elem(ct_fd, &ko, &v), "the new flow's half went to the overflow, "
+			     "expected the tombstone's slot");
+		ok &= expect(map_count(ct_fd) == over, "overflow: %d halves, then %d", over, map_count(ct_fd));
+	}
+	ok &= expect(ct_halves() == 2 * (N - 1), "%d session halves after, expected %d", ct_halves(),
+		     2 * (N - 1));
+	fresh_all();
+	return ok;
+}
+
+/*
+ * A half in the overflow is not inserted again into a tombstone of its
+ * window (review of bpf/nat_ct.h): sessions whose inbound halves share a
+ * first slot push the last one's into the overflow; a session of the
+ * window goes (a tombstone); the overflowed session loses its outbound
+ * half (an interrupted delete), so its next packet makes it again and
+ * inserts its inbound half: that must find the one in the overflow, not
+ * take the tombstone beside it.  One copy of the half, whatever happens.
+ */
+static bool t_slots_overflow_reinsert(void)
+{
+	enum { N = XDPR_CT_PROBES + 1 };
+	__u16 sp[N], dp[N], port[N];
+	struct result *r = calloc(1, sizeof(*r));
+	struct xdpr_ct_key ki, ko, *keys;
+	struct xdpr_ct_val v;
+	struct xdpr_gc_cmd res;
+	struct frame f;
+	__u32 home = 0;
+	int n = 0, copies = 0;
+	size_t nk;
+	bool ok = true;
+
+	if (!r)
+		die("out of memory");
+	fresh_all();
+	/* inbound halves {REM, OUTA, remote port, outside port = inside port (kept)} of one first slot */
+	n = same_first_slot(XDPR_CT_IN, 21000, sp, dp, N, &home);
+	if (n < N)
+		return free(r), note("found %d keys sharing a first slot, wanted %d", n, N), false;
+	for (int i = 0; i < N; i++) {
+		struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = sp[i], .dport = dp[i] };
+		char what[64];
+
+		snprintf(what, sizeof(what), "flow %d (its inbound half's window shared)", i);
+		port[i] = open_flow(what, k, EV(XOUT, NEW, KEPT), &ok);
+		ok &= expect(port[i] == sp[i], "flow %d: outside port %u, expected its own %u kept", i, port[i],
+			     sp[i]);
+	}
+	ki = ct_key(REM, OUTA, dp[N - 1], sp[N - 1], IPPROTO_UDP, XDPR_CT_IN);
+	ok &= expect(!bpf_map_lookup_elem(ct_fd, &ki, &v), "the last flow's inbound half is not in the overflow");
+	ok &= sess_age(IN2, REM, sp[0], dp[0], IPPROTO_UDP, now_ns() - 2 * XDPR_DEF_UDP * NS);
+	if (gc(XDPR_GC_EXPIRED, &res))
+		die("xdpr_nat_gc failed: %s", strerror(errno));
+	ok &= expect(res.deleted == 1, "gc deleted %u sessions, expected 1 (a tombstone in the window)",
+		     res.deleted);
+	ko = ct_key(IN2, REM, sp[N - 1], dp[N - 1], IPPROTO_UDP, XDPR_CT_OUT);
+	ok &= expect(!xdpr_ct_del(&ct_tab, &ko), "cannot delete the last flow's outbound half");
+	{
+		struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = sp[N - 1], .dport = dp[N - 1] };
+
+		in_frame(&f, "r0", &k);
+		run("r0", &f, r);
+		ok &= expect(!r->err && r->verdict == XDP_REDIRECT, "the last flow's next packet: verdict %u",
+			     r->verdict);
+	}
+	nk = ct_dump(&keys, NULL);
+	for (size_t i = 0; i < nk; i++)
+		copies += !memcmp(&keys[i], &ki, sizeof(ki));
+	free(keys);
+	ok &= expect(copies == 1, "the last flow's inbound half is held %d times, expected once", copies);
+	ok &= expect(ct_halves() >= 0, "the table's count disagrees with its halves");
+	free(r);
 	fresh_all();
 	return ok;
 }
@@ -967,7 +1148,7 @@ static bool t_hosts_100k(void)
 		die("cannot run xdpr_nat_gc: %s", strerror(errno));
 	ok &= expect(map_count(hosts_fd) == 0, "%d host entries left after the last expiry and a gc",
 		     map_count(hosts_fd));
-	ok &= expect(map_count(ct_fd) == 0, "%d session halves left", map_count(ct_fd));
+	ok &= expect(ct_halves() == 0, "%d session halves left", ct_halves());
 	cfg_defaults();
 	free(r);
 	return ok;
@@ -1093,7 +1274,7 @@ static bool t_evict_greedy(void)
 	}
 	read_slot_sum(stats_fd, ncpus, dev_get("r0")->slot, after);
 	read_ev(1, &e1);
-	ct = map_count(ct_fd);
+	ct = ct_halves();
 	evicted = e1.n[XDPR_NE_SESS_EVICTED] - e0.n[XDPR_NE_SESS_EVICTED];
 	created = e1.n[XDPR_NE_SESS_NEW] - e0.n[XDPR_NE_SESS_NEW];
 	note("A: %d flows, %d forwarded, %llu evicted; %d ct entries; hosts A %u, B %u", nflows, fwd,
@@ -1526,6 +1707,10 @@ static const struct {
 	  t_hosts_100k },
 	{ "a sweep under pressure in a big table (524,288 sessions) walks the ring too: a host's "
 	  "expired sessions beyond the bucket walk's part go", t_big_table_sweep },
+	{ "session slots: halves whose window is full go to the overflow and stay found, past a "
+	  "tombstone too; a new half takes the tombstone", t_slots_overflow },
+	{ "session slots: a half in the overflow is never inserted again into a tombstone of its window",
+	  t_slots_overflow_reinsert },
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))

@@ -332,7 +332,7 @@ static void ring_reset(void)
 /* Fresh NAT state: empty tables, these timeouts and limit, the rule with this port range. */
 static void fresh(__u32 udp, __u32 holddown, __u32 host_limit, __u16 pmin, __u16 pmax)
 {
-	map_clear(ct_fd, sizeof(struct xdpr_ct_key));
+	ct_clear();
 	map_clear(bind_fd, sizeof(struct xdpr_bind_key));
 	map_clear(eim_fd, sizeof(struct xdpr_eim_key));
 	map_clear(hosts_fd, sizeof(__be32));
@@ -757,7 +757,7 @@ static bool t_eim_two_cpus(void)
 		}
 		if (bytes_bad)
 			round_ok = false;
-		nct = map_count(ct_fd, sizeof(struct xdpr_ct_key));
+		nct = ct_halves();
 		if (nct != 2 * A_PEERS)
 			round_ok = false;
 		if (bpf_map_lookup_elem(eim_fd, &ek, &ev) ||
@@ -903,13 +903,13 @@ static bool t_tuple_two_cpus(void)
 		}
 		if (nfwd != 2 * B_SENDS)
 			dropped_rounds++;
-		nct = map_count(ct_fd, sizeof(struct xdpr_ct_key));
-		have_o = !bpf_map_lookup_elem(ct_fd, &ko, &vo);
+		nct = ct_halves();
+		have_o = !ct_read(&ko, &vo);
 		if (have_o) {
 			ki = (struct xdpr_ct_key){ .saddr = ip(REM), .daddr = vo.xaddr, .sport = htons(7),
 						   .dport = vo.xport, .proto = IPPROTO_UDP,
 						   .dir = XDPR_CT_IN };
-			have_i = !bpf_map_lookup_elem(ct_fd, &ki, &vi);
+			have_i = !ct_read(&ki, &vi);
 			bk = (struct xdpr_bind_key){ .out_addr = vo.xaddr, .out_port = vo.xport,
 						     .proto = IPPROTO_UDP };
 			have_b = !bpf_map_lookup_elem(bind_fd, &bk, &b);
@@ -1280,7 +1280,7 @@ static __u64 coarse_ns(void)
 static bool c_tables_add_up(__u64 now)
 {
 	__u8 *keys;
-	size_t nct = map_keys(ct_fd, sizeof(struct xdpr_ct_key), &keys), nout = 0, nlive = 0;
+	size_t nct = ct_dump((struct xdpr_ct_key **)&keys, NULL), nout = 0, nlive = 0;
 	struct out_half *o = calloc(nct + 1, sizeof(*o)), *s = calloc(nct + 1, sizeof(*s));
 	int lone_out = 0, bad_back = 0, lone_in = 0, bad_bind = 0, shared = 0, split = 0;
 	int bad_map = 0, bad_eim = 0, bad_host = 0, bad_refs = 0, dying = 0, no_host = 0;
@@ -1295,14 +1295,14 @@ static bool c_tables_add_up(__u64 now)
 		struct xdpr_ct_val v, ov;
 		__u64 last;
 
-		if (bpf_map_lookup_elem(ct_fd, k, &v))
+		if (ct_read(k, &v))
 			continue;
 		if (k->dir == XDPR_CT_IN) {
 			/* the outbound half of IN {rem, out, remp, outp} -> in */
 			other = (struct xdpr_ct_key){ .saddr = v.xaddr, .daddr = k->saddr,
 						       .sport = v.xport, .dport = k->sport,
 						       .proto = k->proto, .dir = XDPR_CT_OUT };
-			if (bpf_map_lookup_elem(ct_fd, &other, &ov))
+			if (ct_read(&other, &ov))
 				CNOTE(lone_in, "inbound half %s:%u -> %s:%u alone (its outbound half "
 				      "%s:%u -> %s:%u is missing)", ipstr(k->saddr), ntohs(k->sport),
 				      ipstr(k->daddr), ntohs(k->dport), ipstr(v.xaddr),
@@ -1314,7 +1314,7 @@ static bool c_tables_add_up(__u64 now)
 		last = v.last_seen;
 		other = (struct xdpr_ct_key){ .saddr = k->daddr, .daddr = v.xaddr, .sport = k->dport,
 					       .dport = v.xport, .proto = k->proto, .dir = XDPR_CT_IN };
-		if (bpf_map_lookup_elem(ct_fd, &other, &ov)) {
+		if (ct_read(&other, &ov)) {
 			CNOTE(lone_out, "session %s:%u -> %s:%u (outside %s:%u): no inbound half",
 			      ipstr(k->saddr), ntohs(k->sport), ipstr(k->daddr), ntohs(k->dport),
 			      ipstr(v.xaddr), ntohs(v.xport));
@@ -1613,7 +1613,7 @@ static bool run1(const struct frame *in, struct frame *out, __u32 *verdict)
 static int out_halves_of(__be32 a)
 {
 	__u8 *keys;
-	size_t n = map_keys(ct_fd, sizeof(struct xdpr_ct_key), &keys);
+	size_t n = ct_dump((struct xdpr_ct_key **)&keys, NULL);
 	int c = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -1711,7 +1711,7 @@ static bool t_flush_frees_hosts(void)
 		fwd += v == XDP_REDIRECT;
 	}
 	nh = map_count(hosts_fd, sizeof(__be32));
-	nct = map_count(ct_fd, sizeof(struct xdpr_ct_key));
+	nct = ct_halves();
 	if (fwd != D_HOSTS || nct != 2 * D_HOSTS) {
 		note("setup: %d of %d hosts' flows forwarded, %zu ct entries", fwd, D_HOSTS, nct);
 		return false;
@@ -1724,8 +1724,8 @@ static bool t_flush_frees_hosts(void)
 	note("%d hosts, one flow each: %zu host entries before the flush; gc: %u sessions "
 	     "deleted of %u seen, %u bindings freed; after: %zu host entries, %zu ct entries",
 	     D_HOSTS, nh, res.deleted, res.seen, res.binds_freed,
-	     map_count(hosts_fd, sizeof(__be32)), map_count(ct_fd, sizeof(struct xdpr_ct_key)));
-	if (res.deleted != D_HOSTS || map_count(ct_fd, sizeof(struct xdpr_ct_key))) {
+	     map_count(hosts_fd, sizeof(__be32)), ct_halves());
+	if (res.deleted != D_HOSTS || ct_halves()) {
 		note("FAIL the flush did not delete the %d sessions", D_HOSTS);
 		ok = false;
 	}
@@ -1847,6 +1847,9 @@ static bool refresh_field(const char *name, __u32 off)
 	if (!strcmp(name, XDPR_MAP_CT))
 		return off >= offsetof(struct xdpr_ct_val, last_seen) &&
 		       off < offsetof(struct xdpr_ct_val, last_seen) + 8;
+	if (!strcmp(name, XDPR_MAP_CTA))
+		return off >= offsetof(struct xdpr_ct_slot, val.last_seen) &&
+		       off < offsetof(struct xdpr_ct_slot, val.last_seen) + 8;
 	if (!strcmp(name, XDPR_MAP_BIND))
 		return off >= offsetof(struct xdpr_bind, last_active) &&
 		       off < offsetof(struct xdpr_bind, last_active) + 8;
@@ -1947,7 +1950,7 @@ static void *e_timer(void *p)
 			struct xdpr_ct_val v;
 			int k;
 
-			if (bpf_map_lookup_elem(ct_fd, &sm->k[h], &v)) {
+			if (ct_read(&sm->k[h], &v)) {
 				sm->missing++;
 				continue;
 			}

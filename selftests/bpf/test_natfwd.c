@@ -346,7 +346,7 @@ static bool not_fwd(const char *what, __u8 proto, __u16 dport)
 
 	in_frame(&f, "r1", &k);
 	ok = untouched(what, "r1", &f, XDPR_PASS_FIB_NOT_FWDED);
-	ok &= expect(map_count(ct_fd) == 0, "%s: %d session halves, expected none", what, map_count(ct_fd));
+	ok &= expect(ct_halves() == 0, "%s: %d session halves, expected none", what, ct_halves());
 	return ok;
 }
 
@@ -698,7 +698,7 @@ static bool t_reflect_uncovered(void)
 	in_frame(&f, "r0", &c);
 	ok = untouched("SYN 10.0.1.3:7000 -> 10.0.2.1:2222, masquerade for 10.0.9.0/24 only -> "
 		       "pass_fib_not_fwded", "r0", &f, XDPR_PASS_FIB_NOT_FWDED);
-	ok &= expect(map_count(ct_fd) == 0, "%d session halves, expected none", map_count(ct_fd));
+	ok &= expect(ct_halves() == 0, "%d session halves, expected none", ct_halves());
 	return ok;
 }
 
@@ -730,7 +730,7 @@ static bool ttl1(const char *what, const char *dev, const struct pkt *k)
 	in_frame(&f, dev, k);
 	ttl_answer(&w, dev, k);
 	ok = fstep(what, dev, &f, XDPR_TX_ICMP_TTL, &w, NOEV, 0, NOEV);
-	ok &= expect(map_count(ct_fd) == 0, "%d session halves, expected none", map_count(ct_fd));
+	ok &= expect(ct_halves() == 0, "%d session halves, expected none", ct_halves());
 	ok &= expect(map_count(bind_fd) == 0, "%d bindings, expected none", map_count(bind_fd));
 	return ok;
 }
@@ -914,7 +914,7 @@ static bool cut_both(const char *what, const char *dev, const struct frame *f, i
 
 	snprintf(name, sizeof(name), "%s, forward 2222 in place", what);
 	ok = hdr ? short_step(name, dev, f, reason) : fstep(name, dev, f, reason, NULL, masq, 0, NOEV);
-	ok &= expect(map_count(ct_fd) == 0, "%s: %d session halves, expected none", name, map_count(ct_fd));
+	ok &= expect(ct_halves() == 0, "%s: %d session halves, expected none", name, ct_halves());
 	if (bpf_map_lookup_elem(fwd_fd, &kt, &vt) || bpf_map_lookup_elem(fwd_fd, &ku, &vu) ||
 	    bpf_map_delete_elem(fwd_fd, &kt) || bpf_map_delete_elem(fwd_fd, &ku))
 		die("cannot take port 2222 out of xdpr_nat_fwd");
@@ -994,7 +994,7 @@ static bool t_uncommitted(void)
 	in_frame(&f, "r0", &c);
 	ok &= untouched("SYN 10.0.1.3:7000 -> 10.0.2.1:9000 (reflection), slot not committed -> "
 			"pass_fib_not_fwded", "r0", &f, XDPR_PASS_FIB_NOT_FWDED);
-	ok &= expect(map_count(ct_fd) == 0, "%d session halves, expected none", map_count(ct_fd));
+	ok &= expect(ct_halves() == 0, "%d session halves, expected none", ct_halves());
 	r.pending = 0;
 	if (bpf_map_update_elem(rules_fd, &pend.id, &r, BPF_ANY))
 		die("cannot commit forward %u: %s", pend.id, strerror(errno));

@@ -690,7 +690,7 @@ static void nat_on(bool on)
 	snprintf(r.ifname, sizeof(r.ifname), "%s", v->name);
 	if (!on)
 		memset(&r, 0, sizeof(r));
-	map_clear(ct_fd, sizeof(struct xdpr_ct_key));
+	ct_clear();
 	map_clear(bind_fd, sizeof(struct xdpr_bind_key));
 	map_clear(eim_fd, sizeof(struct xdpr_eim_key));
 	map_clear(hosts_fd, sizeof(__be32));

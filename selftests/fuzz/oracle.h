@@ -751,7 +751,7 @@ static void fz_reset(void)
 	struct xdpr_cfg c;
 	__u32 zero = 0;
 
-	fz_clear(fz_ct, sizeof(struct xdpr_ct_key));
+	ct_clear();
 	fz_clear(fz_bind, sizeof(struct xdpr_bind_key));
 	fz_clear(fz_eim, sizeof(struct xdpr_eim_key));
 	fz_clear(fz_hosts, sizeof(__be32));
@@ -807,6 +807,18 @@ static void fz_keys_read(int fd, __u32 ksize, struct fz_keys *s)
 		memcpy(s->k[s->n], next, ksize);
 		prev = s->k[s->n++];
 	}
+}
+
+/* The session halves' keys (slots and overflow). */
+static void fz_ct_read(struct fz_keys *s)
+{
+	struct xdpr_ct_key *k;
+	size_t n = ct_dump(&k, NULL);
+
+	s->n = 0;
+	for (size_t i = 0; i < n && s->n < FZ_KEYS; i++)
+		memcpy(s->k[s->n++], &k[i], sizeof(*k));
+	free(k);
 }
 
 static bool fz_keys_has(const struct fz_keys *s, const void *k, __u32 ksize)
@@ -1108,7 +1120,7 @@ static int fz_frame(int rec, int dev, const __u8 *in, int len)
 	fz_parse(in, len, 2, &vi);
 	l4ok = fz_l4_csum(in, &vi);
 	fz_read_ctrs(&before);
-	fz_keys_read(fz_ct, sizeof(struct xdpr_ct_key), &ct0);
+	fz_ct_read(&ct0);
 	fz_keys_read(fz_flows, sizeof(struct xdpr_flow_key), &fl0);
 	if (bpf_prog_test_run_opts(fz_prog, &o)) {
 		fz_failf("test run", "frame %d: BPF_PROG_TEST_RUN failed: %s", rec, strerror(errno));
@@ -1116,7 +1128,7 @@ static int fz_frame(int rec, int dev, const __u8 *in, int len)
 	}
 	verdict = o.retval;
 	fz_read_ctrs(&after);
-	fz_keys_read(fz_ct, sizeof(struct xdpr_ct_key), &ct1);
+	fz_ct_read(&ct1);
 	fz_keys_read(fz_flows, sizeof(struct xdpr_flow_key), &fl1);
 
 	/* a verdict the program can return, never XDP_ABORTED */
