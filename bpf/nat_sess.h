@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * nat_sess.h - the session table: pairs of xdpr_nat_ct halves, per-host
+ * nat_sess.h - the session table: pairs of halves (nat_ct.h), per-host
  * counts, expiry, eviction, sweeping and creation.
  *
  * A session is created by the first outbound packet: the inbound half first

@@ -220,7 +220,8 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_NAT_MAX_RULES 64      /* rule ids 1..63; 0 is "no rule"          */
 /*
  * Sessions the NAT tables hold, set at run time (`xdpr nat limit sessions`,
- * xdpr_cfg.nat_sess): two xdpr_nat_ct entries each; as many bindings,
+ * xdpr_cfg.nat_sess): two session halves each (xdpr_nat_cta slots, or
+ * xdpr_nat_ct, the overflow); as many bindings,
  * mappings, host entries and ring slots.  The tables are inner maps of
  * two-slot outer maps (the live one is xdpr_cfg.nat_slot), so a new size is
  * a new set of tables filled aside and switched in.
@@ -289,7 +290,7 @@ struct xdpr_cfg {
 	__u32 rt_slot;          /* live route table: xdpr_rtdir/xdpr_rtrec slot 0 or 1 */
 	__u32 flt_slot;         /* live filter: slot 0 or 1 of the xdpr_flt_* maps */
 	__u32 flt_gen;          /* bumped after flow states are deleted: the per-CPU copies lapse */
-	__u32 nat_slot;         /* live NAT tables: slot 0 or 1 of xdpr_nat_ct, _bind, _eim, _hosts, _ring */
+	__u32 nat_slot;         /* live NAT tables: slot 0 or 1 of xdpr_nat_cta, _ct, _bind, _eim, _hosts, _ring */
 	__u32 nat_sess;         /* sessions they hold (the ring's length) */
 	__u64 nat_frozen_until; /* ns (CLOCK_MONOTONIC): till then the NAT tables are being copied,
 	                           no session is created or deleted (drop_nat_resizing); a copy
@@ -308,8 +309,8 @@ struct xdpr_cfg {
 enum xdpr_ct_dir { XDPR_CT_OUT = 0, XDPR_CT_IN = 1 };
 
 /*
- * A session is two xdpr_nat_ct entries, one per direction, each keyed by the
- * 5-tuple as it arrives and holding what to write:
+ * A session is two halves (session table entries), one per direction, each
+ * keyed by the 5-tuple as it arrives and holding what to write:
  *   OUT {inside, remote, inside port, remote port} -> outside addr/port (new source)
  *   IN  {remote, outside, remote port, outside port} -> inside addr/port (new dest)
  * ICMP echo uses the identifier as the local "port" and 0 as the remote one.

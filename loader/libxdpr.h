@@ -344,7 +344,7 @@ int xdpr_nat_sessions(struct xdpr *x, int (*cb)(const struct xdpr_session *, voi
 /* The NAT tables' size and memory (loader/nat_tab.c). */
 struct xdpr_nat_mem {
 	__u32 sessions;     /* the size: sessions the tables hold */
-	__u64 entries;      /* session halves in the table now (the kernel's count) */
+	__u64 entries;      /* session halves in the table now (its own count, slots and overflow) */
 	__u64 in_use;       /* bytes, the kernel's count for the live tables */
 	__u64 fixed;        /* bytes taken however empty (buckets, ring) */
 	__u64 full;         /* bytes when every table is full */
@@ -356,7 +356,8 @@ __u64 xdpr_nat_bytes(struct xdpr *x, __u32 sessions, __u64 *fixed);
 
 struct xdpr_nat_resize {
 	__u32 old_sessions, sessions;
-	__u64 copied[XDPR_NT_MAPS]; /* entries per table (enum xdpr_nat_tab; the ring is not counted) */
+	__u64 copied[XDPR_NT_MAPS]; /* entries per table (enum xdpr_nat_tab; the ring is not counted;
+	                               [XDPR_NT_CT]: every session half, slots and overflow) */
 	__u64 frozen_ns;    /* how long new sessions waited */
 };
 /* New tables for that many sessions, every entry moved, live (see nat_tab.c). */

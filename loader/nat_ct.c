@@ -32,9 +32,11 @@ int xdpr_ct_open(int cta_fd, int ov_fd, struct xdpr_ct_tab *t)
 		return -errno;
 	t->slot = mem;
 	t->mask = ((struct xdpr_ct_hdr *)mem)->mask;
-	if ((__u64)t->mask + 1 + XDPR_CT_FIRST > info.max_entries) {
+	/* a header xdpr_ct_init wrote: slots a power of two, at least a window, within the array */
+	if (t->mask < XDPR_CT_PROBES - 1 || (t->mask & (t->mask + 1)) ||
+	    (__u64)t->mask + 1 + XDPR_CT_FIRST > info.max_entries) {
 		xdpr_ct_close(t);
-		return -EINVAL; /* a header not written by xdpr_ct_init */
+		return -EINVAL;
 	}
 	t->ov = ov_fd;
 	return 0;
@@ -65,22 +67,29 @@ static struct xdpr_ct_slot *ct_at(const struct xdpr_ct_tab *t, __u32 h, __u32 p)
 	return &t->slot[XDPR_CT_FIRST + ((h + p) & t->mask)];
 }
 
-/* The live slot holding k; NULL, with *empty set if the window has an EMPTY slot. */
-static struct xdpr_ct_slot *ct_find(const struct xdpr_ct_tab *t, const struct xdpr_ct_key *k, bool *empty)
+/*
+ * The live slot holding k, *w the state word it was found under; NULL, with
+ * *empty set if the window has an EMPTY slot.
+ */
+static struct xdpr_ct_slot *ct_find(const struct xdpr_ct_tab *t, const struct xdpr_ct_key *k, bool *empty,
+				    __u32 *w)
 {
 	__u32 h = xdpr_ct_hash(k);
 
 	*empty = false;
 	for (__u32 p = 0; p < XDPR_CT_PROBES; p++) {
 		struct xdpr_ct_slot *s = ct_at(t, h, p);
-		__u32 st = CT_ST(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE));
+		__u32 sw = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 
-		if (st == XDPR_CTS_EMPTY) {
+		if (CT_ST(sw) == XDPR_CTS_EMPTY) {
 			*empty = true;
 			return NULL;
 		}
-		if (st == XDPR_CTS_LIVE && !memcmp(&s->key, k, sizeof(*k)))
+		if (CT_ST(sw) == XDPR_CTS_LIVE && !memcmp(&s->key, k, sizeof(*k)) &&
+		    __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == sw) {
+			*w = sw;
 			return s;
+		}
 	}
 	return NULL;
 }
@@ -88,16 +97,13 @@ static struct xdpr_ct_slot *ct_find(const struct xdpr_ct_tab *t, const struct xd
 int xdpr_ct_get(const struct xdpr_ct_tab *t, const struct xdpr_ct_key *k, struct xdpr_ct_val *v)
 {
 	bool empty;
-	struct xdpr_ct_slot *s = ct_find(t, k, &empty);
+	__u32 w;
+	struct xdpr_ct_slot *s = ct_find(t, k, &empty, &w);
 
 	if (s) {
-		__u32 w = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-
 		*v = s->val;
 		/* deleted or taken again while read: gone (as a lookup a moment later would say) */
-		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != w || CT_ST(w) != XDPR_CTS_LIVE)
-			return -ENOENT;
-		return 0;
+		return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == w ? 0 : -ENOENT;
 	}
 	if (empty)
 		return -ENOENT;
@@ -109,8 +115,9 @@ int xdpr_ct_put(struct xdpr_ct_tab *t, const struct xdpr_ct_key *k, const struct
 	__u32 h = xdpr_ct_hash(k);
 	struct xdpr_ct_slot *s, *free_slot = NULL;
 	bool empty;
+	__u32 w;
 
-	s = ct_find(t, k, &empty);
+	s = ct_find(t, k, &empty, &w);
 	if (s || (!empty && !bpf_map_lookup_elem(t->ov, k, &(struct xdpr_ct_val){}))) {
 		if (flags == BPF_NOEXIST)
 			return -EEXIST;
@@ -145,13 +152,11 @@ int xdpr_ct_put(struct xdpr_ct_tab *t, const struct xdpr_ct_key *k, const struct
 int xdpr_ct_del(struct xdpr_ct_tab *t, const struct xdpr_ct_key *k)
 {
 	bool empty;
-	struct xdpr_ct_slot *s = ct_find(t, k, &empty);
+	__u32 w;
+	struct xdpr_ct_slot *s = ct_find(t, k, &empty, &w);
 
 	if (s) {
-		__u32 w = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-
-		if (CT_ST(w) != XDPR_CTS_LIVE ||
-		    !__atomic_compare_exchange_n(&s->state, &w, (w & ~3u) | XDPR_CTS_TOMB, false,
+		if (!__atomic_compare_exchange_n(&s->state, &w, (w & ~3u) | XDPR_CTS_TOMB, false,
 						 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 			return -ENOENT;
 	} else if (empty || bpf_map_delete_elem(t->ov, k)) {

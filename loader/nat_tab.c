@@ -303,12 +303,16 @@ int xdpr_nat_mem(struct xdpr *x, struct xdpr_nat_mem *m)
 		used = map_memlock(fd);
 		m->in_use += used;
 		if (t == XDPR_NT_CTA) {
-			struct xdpr_ct_tab ct;
+			struct xdpr_ct_hdr h;
+			__u32 one = 1;
 
-			if (!xdpr_ct_open(fd, -1, &ct)) {
-				m->entries = xdpr_ct_count(&ct);
-				xdpr_ct_close(&ct);
+			if (bpf_map_lookup_elem(fd, &one, &h)) {
+				err = -errno;
+				seterr(x, "cannot read the session count: %s", strerror(-err));
+				close(fd);
+				return err;
 			}
+			m->entries = h.count;
 		}
 		close(fd);
 	}
@@ -489,7 +493,8 @@ static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int w
 }
 
 /* The session halves, slots and overflow, into the new slots and overflow (each placed anew). */
-static int copy_ct(struct xdpr *x, const int ofd[XDPR_NT_MAPS], const int nfd[XDPR_NT_MAPS], __u64 *n)
+static int copy_ct(struct xdpr *x, struct xdpr_cfg *c, const int ofd[XDPR_NT_MAPS], const int nfd[XDPR_NT_MAPS],
+		   __u64 *n)
 {
 	struct xdpr_ct_tab from, to;
 	struct xdpr_ct_key *keys = NULL;
@@ -519,8 +524,8 @@ static int copy_ct(struct xdpr *x, const int ofd[XDPR_NT_MAPS], const int nfd[XD
 			       XDPR_MAP_CT, (unsigned long long)*n);
 		else if (err)
 			seterr(x, "cannot fill the new session table: %s", strerror(-err));
-		else
-			++*n;
+		else if (++*n % COPY_CHUNK == 0 && !freeze_hold(x, c))
+			err = -ETIMEDOUT;
 	}
 	free(keys);
 	free(vals);
@@ -715,7 +720,7 @@ int xdpr_nat_resize(struct xdpr *x, __u32 sessions, struct xdpr_nat_resize *res)
 		if (t == XDPR_NT_RING)
 			err = copy_ring(x, ofd[t], nfd[t], sessions, &head);
 		else if (t == XDPR_NT_CT)
-			err = copy_ct(x, ofd, nfd, &res->copied[t]);
+			err = copy_ct(x, &c, ofd, nfd, &res->copied[t]);
 		else if (t != XDPR_NT_CTA)
 			err = copy_hash(x, &c, ofd[t], nfd[t], t, &res->copied[t]);
 	}

@@ -5,7 +5,8 @@
 # stay put while C2 opens ICMP sessions by the thousand and `nat gc` deletes
 # them as they expire: every listing shows each known flow exactly once
 # (BPF_MAP_GET_NEXT_KEY restarts from the first bucket when its key is
-# deleted; the listing now reads the table in batches, bucket by bucket).
+# deleted; the listing now reads the slots in place and the overflow in
+# batches, bucket by bucket).
 . "$(dirname "$0")/nat_lib.sh"
 
 N=300
