@@ -236,7 +236,16 @@ int xdpr_ct_get(const struct xdpr_ct_tab *t, const struct xdpr_ct_key *k, struct
 int xdpr_ct_put(struct xdpr_ct_tab *t, const struct xdpr_ct_key *k, const struct xdpr_ct_val *v, __u64 flags);
 /* Delete half k: 0, or -ENOENT. */
 int xdpr_ct_del(struct xdpr_ct_tab *t, const struct xdpr_ct_key *k);
-/* Every half held: *n of them in malloc'd *keys and *vals (either may be NULL); 0 or -errno. */
+/*
+ * Call cb for every half held (slots, then the overflow), each once while
+ * others come and go; stops at the first nonzero return, which it returns.
+ */
+int xdpr_ct_each(const struct xdpr_ct_tab *t, int (*cb)(const struct xdpr_ct_key *, const struct xdpr_ct_val *, void *),
+		 void *arg);
+/*
+ * Every half held: *n of them in malloc'd *keys and *vals (either may be
+ * NULL; NULL when none); 0 or -errno.
+ */
 int xdpr_ct_dump(const struct xdpr_ct_tab *t, struct xdpr_ct_key **keys, struct xdpr_ct_val **vals, size_t *n);
 /* Halves held as the header counts them. */
 __u64 xdpr_ct_count(const struct xdpr_ct_tab *t);

@@ -166,36 +166,13 @@ int xdpr_ct_del(struct xdpr_ct_tab *t, const struct xdpr_ct_key *k)
 	return 0;
 }
 
-int xdpr_ct_dump(const struct xdpr_ct_tab *t, struct xdpr_ct_key **keys, struct xdpr_ct_val **vals, size_t *n)
+int xdpr_ct_each(const struct xdpr_ct_tab *t, int (*cb)(const struct xdpr_ct_key *, const struct xdpr_ct_val *, void *),
+		 void *arg)
 {
-	size_t cap = 1024, got = 0;
-	struct xdpr_ct_key *ks = malloc(cap * sizeof(*ks));
-	struct xdpr_ct_val *vs = malloc(cap * sizeof(*vs));
 	__u32 in = 0, out = 0;
-	int err = 0;
 	bool first = true;
+	int err;
 
-	if (!ks || !vs) {
-		err = -ENOMEM;
-		goto out;
-	}
-#define CT_ADD(kk, vv)                                                            \
-	do {                                                                      \
-		if (got == cap) {                                                 \
-			void *nk = realloc(ks, 2 * cap * sizeof(*ks));            \
-			void *nv = nk ? realloc(vs, 2 * cap * sizeof(*vs)) : NULL; \
-			if (nk)                                                   \
-				ks = nk;                                          \
-			if (!nv) {                                                \
-				err = -ENOMEM;                                    \
-				goto out;                                         \
-			}                                                         \
-			vs = nv;                                                  \
-			cap *= 2;                                                 \
-		}                                                                 \
-		ks[got] = (kk);                                                   \
-		vs[got++] = (vv);                                                 \
-	} while (0)
 	for (__u64 i = 0; i <= t->mask; i++) {
 		struct xdpr_ct_slot *s = &t->slot[XDPR_CT_FIRST + i];
 		__u32 w = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
@@ -208,7 +185,9 @@ int xdpr_ct_dump(const struct xdpr_ct_tab *t, struct xdpr_ct_key **keys, struct 
 		sv = s->val;
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != w)
 			continue; /* deleted or taken again while read */
-		CT_ADD(sk, sv);
+		err = cb(&sk, &sv, arg);
+		if (err)
+			return err;
 	}
 	/*
 	 * The overflow bucket by bucket (a batch walk lists every key once while
@@ -221,37 +200,69 @@ int xdpr_ct_dump(const struct xdpr_ct_tab *t, struct xdpr_ct_key **keys, struct 
 		__u32 cnt = 256, i;
 		int e = bpf_map_lookup_batch(t->ov, first ? NULL : &in, &out, bk, bv, &cnt, &o);
 
-		if (e && errno == ENOSPC) { /* a bucket of more than 256 keys (the kernel keeps them short) */
-			err = -ENOSPC;
-			goto out;
+		if (e && errno == ENOSPC) /* a bucket of more than 256 keys (the kernel keeps them short) */
+			return -ENOSPC;
+		if (e && errno != ENOENT)
+			return -errno;
+		for (i = 0; i < cnt; i++) {
+			err = cb(&bk[i], &bv[i], arg);
+			if (err)
+				return err;
 		}
-		if (e && errno != ENOENT) {
-			err = -errno;
-			goto out;
-		}
-		for (i = 0; i < cnt; i++)
-			CT_ADD(bk[i], bv[i]);
 		if (e)
-			break; /* ENOENT: that was the last bucket */
+			return 0; /* ENOENT: that was the last bucket */
 		in = out;
 		first = false;
 	}
-#undef CT_ADD
-out:
+}
+
+struct ct_dump {
+	size_t cap, n;
+	struct xdpr_ct_key *k;
+	struct xdpr_ct_val *v;
+};
+
+static int dump_add(const struct xdpr_ct_key *k, const struct xdpr_ct_val *v, void *arg)
+{
+	struct ct_dump *d = arg;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 1024;
+		void *nk = realloc(d->k, cap * sizeof(*d->k)), *nv;
+
+		if (!nk)
+			return -ENOMEM;
+		d->k = nk;
+		nv = realloc(d->v, cap * sizeof(*d->v));
+		if (!nv)
+			return -ENOMEM;
+		d->v = nv;
+		d->cap = cap;
+	}
+	d->k[d->n] = *k;
+	d->v[d->n++] = *v;
+	return 0;
+}
+
+int xdpr_ct_dump(const struct xdpr_ct_tab *t, struct xdpr_ct_key **keys, struct xdpr_ct_val **vals, size_t *n)
+{
+	struct ct_dump d = {};
+	int err = xdpr_ct_each(t, dump_add, &d);
+
 	if (err) {
-		free(ks);
-		free(vs);
+		free(d.k);
+		free(d.v);
 		return err;
 	}
 	if (keys)
-		*keys = ks;
+		*keys = d.k;
 	else
-		free(ks);
+		free(d.k);
 	if (vals)
-		*vals = vs;
+		*vals = d.v;
 	else
-		free(vs);
-	*n = got;
+		free(d.v);
+	*n = d.n;
 	return 0;
 }
 

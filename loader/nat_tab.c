@@ -492,14 +492,40 @@ static int copy_hash(struct xdpr *x, struct xdpr_cfg *c, int from, int to, int w
 	return err;
 }
 
-/* The session halves, slots and overflow, into the new slots and overflow (each placed anew). */
+struct ct_copy {
+	struct xdpr *x;
+	struct xdpr_cfg *c;
+	struct xdpr_ct_tab *to;
+	__u64 *n;
+	bool said;  /* the error is the callback's, and told */
+};
+
+static int copy_half(const struct xdpr_ct_key *k, const struct xdpr_ct_val *v, void *arg)
+{
+	struct ct_copy *cc = arg;
+	int err = xdpr_ct_put(cc->to, k, v, BPF_NOEXIST);
+
+	if (err == -E2BIG || err == -ENOMEM)
+		seterr(cc->x, "%s holds more than the new size allows (%llu copied): nothing changed "
+		       "(`nat flush sessions`, or wait for sessions and held ports to expire)",
+		       XDPR_MAP_CT, (unsigned long long)*cc->n);
+	else if (err)
+		seterr(cc->x, "cannot fill the new session table: %s", strerror(-err));
+	else if (++*cc->n % COPY_CHUNK == 0 && !freeze_hold(cc->x, cc->c))
+		err = -ETIMEDOUT;
+	cc->said = err != 0;
+	return err;
+}
+
+/*
+ * The session halves, slots and overflow, into the new slots and overflow
+ * (each placed anew), streamed: nothing held but the half in hand.
+ */
 static int copy_ct(struct xdpr *x, struct xdpr_cfg *c, const int ofd[XDPR_NT_MAPS], const int nfd[XDPR_NT_MAPS],
 		   __u64 *n)
 {
 	struct xdpr_ct_tab from, to;
-	struct xdpr_ct_key *keys = NULL;
-	struct xdpr_ct_val *vals = NULL;
-	size_t cnt = 0;
+	struct ct_copy cc = { x, c, &to, n, false };
 	int err;
 
 	err = xdpr_ct_open(ofd[XDPR_NT_CTA], ofd[XDPR_NT_CT], &from);
@@ -513,22 +539,9 @@ static int copy_ct(struct xdpr *x, struct xdpr_cfg *c, const int ofd[XDPR_NT_MAP
 		xdpr_ct_close(&from);
 		return err;
 	}
-	err = xdpr_ct_dump(&from, &keys, &vals, &cnt);
-	if (err)
+	err = xdpr_ct_each(&from, copy_half, &cc);
+	if (err && !cc.said)
 		seterr(x, "cannot read the session table: %s", strerror(-err));
-	for (size_t i = 0; !err && i < cnt; i++) {
-		err = xdpr_ct_put(&to, &keys[i], &vals[i], BPF_NOEXIST);
-		if (err == -E2BIG || err == -ENOMEM)
-			seterr(x, "%s holds more than the new size allows (%llu copied): nothing changed "
-			       "(`nat flush sessions`, or wait for sessions and held ports to expire)",
-			       XDPR_MAP_CT, (unsigned long long)*n);
-		else if (err)
-			seterr(x, "cannot fill the new session table: %s", strerror(-err));
-		else if (++*n % COPY_CHUNK == 0 && !freeze_hold(x, c))
-			err = -ETIMEDOUT;
-	}
-	free(keys);
-	free(vals);
 	xdpr_ct_close(&to);
 	xdpr_ct_close(&from);
 	return err;
