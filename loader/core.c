@@ -821,11 +821,20 @@ static int proto_create(const struct map_proto *p, __u32 entries)
 	return fd < 0 ? -errno : fd;
 }
 
-/* The header of a new session slot array for that many sessions (0: an idle slot's). */
-static int cta_init(int fd, __u32 sessions)
+/*
+ * A session slot array of shape p for that many sessions (0: an idle
+ * slot's, room for XDPR_NAT_TINY halves), its header written; fd or -errno.
+ */
+static int cta_create(const struct map_proto *p, __u32 sessions)
 {
-	return xdpr_ct_init(fd, xdpr_ct_slots(sessions ? sessions : XDPR_NAT_TINY / 2),
-			    sessions ? 2 * sessions : XDPR_NAT_TINY);
+	__u32 room = sessions ? sessions : XDPR_NAT_TINY / 2;
+	int fd = proto_create(p, xdpr_nat_entries(XDPR_NT_CTA, room)), err;
+
+	if (fd >= 0 && (err = xdpr_ct_init(fd, xdpr_ct_slots(room), 2 * room))) {
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 /*
@@ -839,18 +848,11 @@ static int create_like(struct bpf_map *m, __u32 slot)
 	bool nat = nat_outer_name(name);
 	struct map_proto p;
 
-	int fd, err;
-
 	set_proto(&p, bpf_map__inner_map(m),
 		  nat ? "xdpr_nat_tab" : strncmp(name, "xdpr_flt", 8) ? "xdpr_rt_inner" : "xdpr_flt_inner");
-	if (strcmp(name, XDPR_MAP_CTA))
-		return proto_create(&p, nat && slot ? XDPR_NAT_TINY : 0);
-	fd = proto_create(&p, xdpr_nat_entries(XDPR_NT_CTA, slot ? XDPR_NAT_TINY / 2 : XDPR_NAT_DEF_SESS));
-	if (fd >= 0 && (err = cta_init(fd, slot ? 0 : XDPR_NAT_DEF_SESS))) {
-		close(fd);
-		return err;
-	}
-	return fd;
+	if (!strcmp(name, XDPR_MAP_CTA))
+		return cta_create(&p, slot ? 0 : XDPR_NAT_DEF_SESS);
+	return proto_create(&p, nat && slot ? XDPR_NAT_TINY : 0);
 }
 
 /* The route table and filter inner map definitions of an opened (not loaded) skeleton. */
@@ -960,17 +962,9 @@ int xdpr_nat_new_map(struct xdpr *x, int which, __u32 sessions)
 	if (fd)
 		return fd;
 	if (which == XDPR_NT_CTA)
-		fd = proto_create(&nat_proto[which], xdpr_nat_entries(which, sessions ? sessions : XDPR_NAT_TINY / 2));
+		fd = cta_create(&nat_proto[which], sessions);
 	else
 		fd = proto_create(&nat_proto[which], sessions ? xdpr_nat_entries(which, sessions) : XDPR_NAT_TINY);
-	if (fd >= 0 && which == XDPR_NT_CTA) {
-		int err = cta_init(fd, sessions);
-
-		if (err) {
-			close(fd);
-			fd = err;
-		}
-	}
 	if (fd < 0)
 		seterr(x, "cannot create a NAT table for %u sessions: %s", sessions, strerror(-fd));
 	return fd;
