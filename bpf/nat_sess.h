@@ -474,8 +474,7 @@ __noinline int nat_pressure_sweep(__u64 now)
 	old = *last;
 	if (now - old < NSEC || __sync_val_compare_and_swap(last, old, now) != old)
 		return 0;
-	nat_gc_all(&s, SWEEP_CAP);
-	s.cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero); /* the walks' global callee may have written s */
+	nat_gc_all(&s, SWEEP_CAP); /* names s.cfg again (NULL if it could not) */
 	if (s.cfg && s.cfg->nat_sess > XDPR_NAT_DEF_SESS) {
 		__u32 one = 1;
 		__u64 *at = bpf_map_lookup_elem(&xdpr_nat_sweep, &one);
