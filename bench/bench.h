@@ -40,6 +40,7 @@ struct gen_cfg {
 	__u32 dsts;           /* > 0: IPv4 destination steps through this many /24s, frame by frame */
 	__u32 nsizes;         /* frame sizes, cycled: 1 (fixed) or GEN_MAX_SIZES (IMIX) */
 	__u32 sizes[16];      /* first nsizes used; 16 for a cheap index mask */
+	__u64 gap_ns;         /* > 0: a frame every gap_ns at most (rate), paced by the program */
 };
 
 enum gen_flags {
@@ -56,6 +57,7 @@ struct gen_ctr {
 	__u64 seq;            /* runs of the program on this CPU */
 	__u64 packets;        /* frames returned with XDP_TX */
 	__u64 bytes;
+	__u64 due;            /* paced: when this CPU's next frame may go (ktime ns) */
 };
 
 /*
@@ -102,7 +104,7 @@ struct sink_frame {
 	__u8  data[96];
 };
 
-_Static_assert(sizeof(struct gen_cfg) == 160, "gen_cfg layout");
+_Static_assert(sizeof(struct gen_cfg) == 168, "gen_cfg layout");
 _Static_assert(sizeof(struct sink_cfg) == 56, "sink_cfg layout");
 
 #endif /* XDPR_BENCH_H */

@@ -154,8 +154,12 @@ static void *gen_run(void *arg)
 	CPU_SET(t->cpu, &set);
 	if ((t->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set)))
 		return NULL;
-	/* about 1 ms of frames per call when capped, 64k otherwise */
-	chunk = t->rate ? (__u32)(t->rate / 1000) : 65536;
+	/*
+	 * Capped: about half a second of frames a call, which the program
+	 * spaces (gen.bpf.c, pace: a call's set-up costs ~25 ms, so short calls
+	 * cannot carry a rate); 64k frames a call otherwise.
+	 */
+	chunk = t->rate ? (__u32)(t->rate / 2) : 65536;
 	if (chunk < t->batch)
 		chunk = t->batch;
 	start = now();
@@ -322,6 +326,8 @@ static int cmd_gen(int argc, char **argv)
 		err = fail(2, "gen: \"count\" goes with one CPU");
 		goto out;
 	}
+	/* each thread's share of the rate, spaced by the program (gen.bpf.c, pace) */
+	skel->bss->cfg.gap_ns = rate > 0 ? (__u64)(1e9 * nth / rate) : 0;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = now();
