@@ -14,6 +14,11 @@
  *           in one cache line), linear probing; with tb_max_probe, a key
  *           that finds its first tb_max_probe slots taken lives in the
  *           kernel's hash table instead (a bounded probe).
+ *   mode 3: chunk: linear probing (at most tb_max_probe slots, within a
+ *           chunk, then the kernel's hash table) over slots kept in many
+ *           small kmalloc'd arrays (tabbench.h, TB_CHUNK_*) reached through
+ *           an array of maps: one more (cached) pointer read a lookup, and
+ *           the slot in the direct map's huge pages.
  *   mode 2: two-choice: a key lives in one of two slots of that array (two
  *           hashes), both read at once, else in the kernel's hash table as
  *           an overflow (a bounded probe: two lines, then one table).
@@ -45,6 +50,20 @@ struct {
 	__type(value, struct tb_slot);
 } tb_open SEC(".maps");
 
+struct tb_chunk {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__uint(value_size, TB_CHUNK_VAL); /* no BTF type: libbpf retries the template without BTF */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* set by tabbench.c: the chunks */
+	__type(key, __u32);
+	__array(values, struct tb_chunk);
+} tb_chunks SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -57,7 +76,8 @@ const volatile __u32 tb_work_bits; /* keys walked: 2^tb_work_bits */
 const volatile __u32 tb_slots_mask;
 const volatile __u32 tb_max_probe = TB_PROBES; /* open: slots probed before the overflow table */
 const volatile __u32 tb_overlap; /* 1: no dependency between runs (the CPU overlaps the lookups) */
-__u64 tb_found, tb_missed, tb_probes;
+const volatile __u32 tb_nslots; /* chunk: slots in all (TB_CHUNK_SLOTS a chunk) */
+__u64 tb_found, tb_missed, tb_probes, tb_unaligned;
 
 /* 0 from a word of the entry, which the next key then waits for (unless tb_overlap) */
 static __always_inline __u64 tb_dep(__u64 w)
@@ -110,6 +130,35 @@ int tb_lookup(struct xdp_md *ctx)
 	if (tb_mode == 0)
 		return tb_in_hash(step, &k);
 	i = tb_hash_of(&k);
+	if (tb_mode == 3) {
+		__u32 g = tb_chunk_slot(i, tb_nslots), c = g / TB_CHUNK_SLOTS, j = g % TB_CHUNK_SLOTS;
+		void *inner = bpf_map_lookup_elem(&tb_chunks, &c);
+		__u8 *base;
+
+		if (!inner)
+			return XDP_ABORTED;
+		base = bpf_map_lookup_elem(inner, &zero);
+		if (!base)
+			return XDP_ABORTED;
+		if (((unsigned long)base + TB_CHUNK_OFF) & 63)
+			tb_unaligned++;
+		for (int p = 0; p < TB_PROBES && p < tb_max_probe; p++) {
+			__u32 o = j + p < TB_CHUNK_SLOTS ? j + p : j + p - TB_CHUNK_SLOTS;
+			struct tb_slot *e;
+
+			if (o >= TB_CHUNK_SLOTS)
+				return XDP_ABORTED;
+			e = (struct tb_slot *)(base + TB_CHUNK_OFF + o * 64);
+			tb_probes++;
+			if (tb_key_eq(&e->k, &k))
+				return tb_hit(step, &e->v);
+			if (!e->k.meta) {
+				tb_missed++;
+				return XDP_DROP;
+			}
+		}
+		return tb_in_hash(step, &k);
+	}
 	if (tb_mode == 2) {
 		__u32 s1 = i & tb_slots_mask, s2 = tb_hash2(i) & tb_slots_mask;
 		struct tb_slot *e1 = bpf_map_lookup_elem(&tb_open, &s1);

@@ -7,7 +7,7 @@
  * direction, entries that fit a cache line"), probed linearly (open) or in
  * two candidate slots with the kernel's table as the overflow (two).
  *
- *   tabbench {hash|open|two} WORK [--fill N] [--cap N] [--runs N] [--rounds N]
+ *   tabbench {hash|open|two|chunk} WORK [--fill N] [--cap N] [--runs N] [--rounds N]
  *                                 [--cpu C] [--overlap 1] [--max-probe N]
  *
  * WORK sessions (a power of two) are walked in a scrambled order, one
@@ -22,7 +22,9 @@
  * for the one before (tabbench.bpf.c), as packets handled one after the
  * other do; --overlap 1 lets the CPU overlap them instead.  open
  * --max-probe N: a key probes at most N slots, else it lives in the
- * kernel's table (as two's overflow).
+ * kernel's table (as two's overflow).  chunk: open's probing (--max-probe,
+ * default 4) over slots in small kmalloc'd arrays of TB_CHUNK_SLOTS slots
+ * (tabbench.h), --cap slots in all, found through an array of maps.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tabbench.h"
@@ -166,6 +169,57 @@ static __u32 fill_open(struct tb_slot *t, __u32 mask, __u32 work, __u32 fill, __
 	return longest;
 }
 
+/*
+ * chunk: linear probing within a chunk, at most max slots, else the
+ * overflow table; the chunks' values built here, then written into maps
+ * of their own placed in the outer array.
+ */
+static __u32 fill_chunks(int outer, __u32 nslots, __u32 work, __u32 fill, __u32 max, int ofd, __u32 *over,
+			 __u32 *walked)
+{
+	__u32 nchunks = (nslots + TB_CHUNK_SLOTS - 1) / TB_CHUNK_SLOTS, zero = 0, longest = 0;
+	__u8 *buf = calloc(nchunks, TB_CHUNK_VAL);
+
+	if (!buf)
+		die("%s", "out of memory");
+	for (__u32 i = 0; i < fill; i++) {
+		__u32 n = fill_key(i, work, fill), g, c, j, p;
+		struct tb_slot *e = NULL;
+		struct tb_key k;
+
+		tb_key_of(&k, n);
+		g = tb_chunk_slot(tb_hash_of(&k), nslots);
+		c = g / TB_CHUNK_SLOTS;
+		j = g % TB_CHUNK_SLOTS;
+		for (p = 0; p < max; p++) {
+			__u32 o = (j + p) % TB_CHUNK_SLOTS;
+
+			e = (struct tb_slot *)(buf + (size_t)c * TB_CHUNK_VAL + TB_CHUNK_OFF + o * 64);
+			if (!e->k.meta)
+				break;
+		}
+		if (p == max) {
+			overflow_put(ofd, &k, n, work, over, walked);
+			continue;
+		}
+		e->k = k;
+		if (p + 1 > longest)
+			longest = p + 1;
+	}
+	for (__u32 c = 0; c < nchunks; c++) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, TB_CHUNK_VAL, 1, NULL);
+
+		if (fd < 0)
+			die("cannot make a chunk: %s", strerror(errno));
+		if (bpf_map_update_elem(fd, &zero, buf + (size_t)c * TB_CHUNK_VAL, 0) ||
+		    bpf_map_update_elem(outer, &c, &fd, 0))
+			die("cannot fill a chunk: %s", strerror(errno));
+		close(fd);
+	}
+	free(buf);
+	return longest;
+}
+
 int main(int argc, char **argv)
 {
 	__u32 work, fill = 0, cap = 0, runs = 2000000, rounds = 5, cpu = 0, longest = 0, overlap = 0, ns[64];
@@ -176,11 +230,14 @@ int main(int argc, char **argv)
 	bool open_mode;
 	void *mem = NULL;
 
-	if (argc < 3 || (strcmp(argv[1], "hash") && strcmp(argv[1], "open") && strcmp(argv[1], "two")))
-		die("%s", "usage: tabbench {hash|open|two} WORK [--fill N] [--cap N] [--runs N] [--rounds N] "
+	if (argc < 3 || (strcmp(argv[1], "hash") && strcmp(argv[1], "open") && strcmp(argv[1], "two") &&
+			 strcmp(argv[1], "chunk")))
+		die("%s", "usage: tabbench {hash|open|two|chunk} WORK [--fill N] [--cap N] [--runs N] [--rounds N] "
 			 "[--cpu C] [--overlap 1] [--max-probe N]");
-	mode = !strcmp(argv[1], "open") ? 1 : !strcmp(argv[1], "two") ? 2 : 0;
+	mode = !strcmp(argv[1], "open") ? 1 : !strcmp(argv[1], "two") ? 2 : !strcmp(argv[1], "chunk") ? 3 : 0;
 	open_mode = mode != 0;
+	if (mode == 3)
+		max_probe = 4;
 	work = num(argv[2]);
 	if (argc % 2 == 0)
 		die("an option without its value: %s", argv[argc - 1]);
@@ -223,11 +280,16 @@ int main(int argc, char **argv)
 	s->rodata->tb_slots_mask = open_mode ? cap - 1 : 0;
 	s->rodata->tb_overlap = overlap;
 	s->rodata->tb_max_probe = max_probe;
+	s->rodata->tb_nslots = cap;
 	bpf_map__set_max_entries(s->maps.tb_hash, mode == 0 ? cap : mode == 2 || max_probe < TB_PROBES ? cap / 4 : 1);
-	bpf_map__set_max_entries(s->maps.tb_open, open_mode ? cap : 1);
+	bpf_map__set_max_entries(s->maps.tb_open, mode == 1 || mode == 2 ? cap : 1);
+	bpf_map__set_max_entries(s->maps.tb_chunks, mode == 3 ? (cap + TB_CHUNK_SLOTS - 1) / TB_CHUNK_SLOTS : 1);
 	if (xb_tabbench_bpf__load(s))
 		die("cannot load the program: %s", strerror(errno));
-	if (open_mode) {
+	if (mode == 3) {
+		longest = fill_chunks(bpf_map__fd(s->maps.tb_chunks), cap, work, fill, max_probe, bpf_map__fd(s->maps.tb_hash),
+			    &over, &over_walked);
+	} else if (open_mode) {
 		mem = mmap(NULL, (size_t)cap * sizeof(struct tb_slot), PROT_READ | PROT_WRITE, MAP_SHARED,
 			   bpf_map__fd(s->maps.tb_open), 0);
 		if (mem == MAP_FAILED)
@@ -253,12 +315,14 @@ int main(int argc, char **argv)
 	}
 	if (s->bss->tb_missed)
 		die("%s", "lookups missed: the walk and the fill disagree");
+	if (s->bss->tb_unaligned)
+		die("%s", "chunk slots not on cache lines: the kernel's array header changed size");
 	printf("{\"layout\": \"%s\", \"work\": %u, \"fill\": %u, \"cap\": %u, \"runs\": %u, \"overlap\": %u, "
 	       "\"found\": %llu, ", argv[1], work, fill, cap, runs, overlap, (unsigned long long)s->bss->tb_found);
 	if (mode == 2 || max_probe < TB_PROBES)
 		printf("\"max_probe\": %u, \"overflowed\": %u, \"overflowed_walked\": %u, ", mode == 2 ? 2 : max_probe,
 		       over, over_walked);
-	if (mode == 1)
+	if (mode == 1 || mode == 3)
 		printf("\"longest_probe\": %u, \"probes_per_lookup\": %.3f, ", longest,
 		       (double)s->bss->tb_probes / (double)s->bss->tb_found);
 	printf("\"ns\": [");

@@ -28,6 +28,24 @@ struct tb_slot {
 
 #define TB_PROBES 128
 
+/*
+ * chunk: the slots in many small arrays, each one value of an ARRAY map of
+ * one entry, few enough bytes that the kernel kmallocs the map (up to 32
+ * KiB with its 312-byte header): memory of the direct map, which the
+ * kernel maps with huge pages, where one big array is vmalloc'd in 4 KiB
+ * pages.  The value starts 56 bytes into a cache line (the header's
+ * size), so slot j is at byte TB_CHUNK_OFF + 64 j of it: line-aligned.
+ */
+#define TB_CHUNK_SLOTS 507
+#define TB_CHUNK_OFF   8
+#define TB_CHUNK_VAL   (TB_CHUNK_OFF + 64 * TB_CHUNK_SLOTS)
+
+/* The global slot of hash h among n (multiply-shift: n need not be a power of two). */
+static inline __u32 tb_chunk_slot(__u32 h, __u32 n)
+{
+	return (__u32)(((__u64)h * n) >> 32);
+}
+
 /* The key of session i: 2^14 ports of one inside address, then the next address. */
 static inline void tb_key_of(struct tb_key *k, __u32 i)
 {
