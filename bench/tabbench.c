@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,19 @@ static unsigned long num(const char *s)
 	if (errno || *e || !*s)
 		die("not a number: %s", s);
 	return v;
+}
+
+/*
+ * libbpf's messages, but for the chunk template's: the inner array map is
+ * declared with a value size and no BTF type (clang leaves a struct named
+ * only there as a forward declaration), and libbpf says so while it
+ * retries without BTF, which works.
+ */
+static int print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG || strstr(fmt, "Retrying without BTF"))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -272,6 +286,7 @@ int main(int argc, char **argv)
 	if (sched_setaffinity(0, sizeof(set), &set))
 		die("cannot pin to the CPU: %s", strerror(errno));
 
+	libbpf_set_print(print);
 	s = xb_tabbench_bpf__open();
 	if (!s)
 		die("cannot open the program: %s", strerror(errno));
