@@ -830,8 +830,15 @@ static void mt_flow(const struct mt_thread *t, __u64 n, __u32 *src, __u16 *sport
 {
 	*dport = t->dport;
 	if (t->mode == MT_NEW) {
-		/* thread idx: source addresses src + idx * 4096 + n / SPAN, ports stepping */
-		*sport = GEN_PORT_BASE + n % GEN_PORT_SPAN;
+		/*
+		 * thread idx: source addresses src + idx * 4096 + n / SPAN, ports
+		 * stepping from a start of its own (idx * SPAN / 2): threads
+		 * asking for the same source ports in lock-step would make every
+		 * session of all but the first CPU search for a port (masquerade
+		 * keeps a session's source port when it is free), where hosts
+		 * picking ports at random rarely collide until the ports run out.
+		 */
+		*sport = GEN_PORT_BASE + (n + (__u64)t->idx * (GEN_PORT_SPAN / 2)) % GEN_PORT_SPAN;
 		*src = t->src + t->idx * 4096 + (__u32)(n / GEN_PORT_SPAN);
 		return;
 	}
