@@ -14,14 +14,14 @@
  *           in one cache line), linear probing; with tb_max_probe, a key
  *           that finds its first tb_max_probe slots taken lives in the
  *           kernel's hash table instead (a bounded probe).
+ *   mode 2: two-choice: a key lives in one of two slots of that array (two
+ *           hashes), both read at once, else in the kernel's hash table as
+ *           an overflow (a bounded probe: two lines, then one table).
  *   mode 3: chunk: linear probing (at most tb_max_probe slots, within a
  *           chunk, then the kernel's hash table) over slots kept in many
  *           small kmalloc'd arrays (tabbench.h, TB_CHUNK_*) reached through
  *           an array of maps: one more (cached) pointer read a lookup, and
  *           the slot in the direct map's huge pages.
- *   mode 2: two-choice: a key lives in one of two slots of that array (two
- *           hashes), both read at once, else in the kernel's hash table as
- *           an overflow (a bounded probe: two lines, then one table).
  *
  * The next run's key depends on a word this run read from the entry (a
  * zero the CPU cannot know in advance): lookups follow one another as a
@@ -77,7 +77,7 @@ const volatile __u32 tb_slots_mask;
 const volatile __u32 tb_max_probe = TB_PROBES; /* open: slots probed before the overflow table */
 const volatile __u32 tb_overlap; /* 1: no dependency between runs (the CPU overlaps the lookups) */
 const volatile __u32 tb_nslots; /* chunk: slots in all (TB_CHUNK_SLOTS a chunk) */
-__u64 tb_found, tb_missed, tb_probes, tb_unaligned;
+__u64 tb_found, tb_missed, tb_probes, tb_unaligned, tb_chunk_addr; /* a chunk's address: which map of kernel memory */
 
 /* 0 from a word of the entry, which the next key then waits for (unless tb_overlap) */
 static __always_inline __u64 tb_dep(__u64 w)
@@ -142,6 +142,7 @@ int tb_lookup(struct xdp_md *ctx)
 			return XDP_ABORTED;
 		if (((unsigned long)base + TB_CHUNK_OFF) & 63)
 			tb_unaligned++;
+		tb_chunk_addr = (unsigned long)base;
 		for (int p = 0; p < TB_PROBES && p < tb_max_probe; p++) {
 			__u32 o = j + p < TB_CHUNK_SLOTS ? j + p : j + p - TB_CHUNK_SLOTS;
 			struct tb_slot *e;

@@ -337,6 +337,8 @@ int main(int argc, char **argv)
 	if (mode == 2 || max_probe < TB_PROBES)
 		printf("\"max_probe\": %u, \"overflowed\": %u, \"overflowed_walked\": %u, ", mode == 2 ? 2 : max_probe,
 		       over, over_walked);
+	if (mode == 3) /* the direct map (kmalloc) or vmalloc space: compare with /proc/vmallocinfo */
+		printf("\"chunk_addr\": \"0x%llx\", ", (unsigned long long)s->bss->tb_chunk_addr);
 	if (mode == 1 || mode == 3)
 		printf("\"longest_probe\": %u, \"probes_per_lookup\": %.3f, ", longest,
 		       (double)s->bss->tb_probes / (double)s->bss->tb_found);
