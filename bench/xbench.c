@@ -175,6 +175,11 @@ static void *gen_run(void *arg)
 			return NULL;
 		}
 		t->runs += chunk;
+		/*
+		 * The program keeps to the rate within a call; this only waits
+		 * when it ran ahead, which it does when a frame's wait outlasts
+		 * its bpf_loop (under ~5 frames/s).
+		 */
 		if (t->rate) {
 			ahead = start + t->runs / t->rate - now();
 			if (ahead > 0)
