@@ -9,8 +9,9 @@ BPFTOOL ?= bpftool
 ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine)
 
 CFLAGS   ?= -O2 -g
-# libnftables, jansson, libip4tc/libip6tc: the netfilter guard (loader/nfguard.c)
-PKGS     := libxdp libbpf libnftables jansson libip4tc libip6tc libmnl
+# libnftables, jansson, libip4tc/libip6tc: the netfilter guard (loader/nfguard.c); zlib: the
+# kernel config (loader/core.c, xdpr_kernel_hz)
+PKGS     := libxdp libbpf libnftables jansson libip4tc libip6tc libmnl zlib
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Ibpf -Iloader -Icli -I$(BUILD)
 CFLAGS   += $(shell pkg-config --cflags $(PKGS))
 LDLIBS    = $(shell pkg-config --libs $(PKGS))

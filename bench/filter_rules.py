@@ -430,25 +430,24 @@ def analyze(path, pkt):
             "first_match": best}
 
 
-def hot_set(a, b, pa, pb, proto, bits=13):
-    """xdpr_flt_hot_set_of (bpf/xdpr_shared.h): network-order words as x86 loads them."""
+def hot_set(s, d, sp, dp, proto, bits=13):
+    """xdpr_flt_hot_set_of (bpf/xdpr_shared.h): network-order words as x86 loads them
+    (the ports word: the source port's two bytes, then the destination port's)."""
     m = 0xffffffff
-    h = (a * 0x9e3779b1 & m) ^ (b * 0x85ebca77 & m) ^ (((pa << 16) | pb) * 0xc2b2ae3d & m) ^ proto
+    h = (s * 0x9e3779b1 & m) ^ (d * 0x85ebca77 & m) ^ (((dp << 16) | sp) * 0xc2b2ae3d & m) ^ proto
     h ^= h >> 15
     h = h * 0x2c1b3c6d & m
     return h >> (32 - bits)
 
 
 def copies(flows, src, sport):
-    """The bench's flows src:sport+f -> 10.71.2.2:9 (UDP, canonical key) over the copy sets."""
+    """The bench's flows src:sport+f -> 10.71.2.2:9 (UDP, that direction's tuple) over the copy sets."""
     le32 = lambda ip: int.from_bytes(ipaddress.ip_address(ip).packed, "little")
     le16 = lambda p: int.from_bytes(p.to_bytes(2, "big"), "little")
-    a, b = le32(src), le32("10.71.2.2")
-    if ipaddress.ip_address(src) > ipaddress.ip_address("10.71.2.2"):
-        a, b = b, a  # canonical: the lower address first (ports follow; the bench's are fixed)
+    s, d = le32(src), le32("10.71.2.2")
     per = {}
     for f in range(flows):
-        k = hot_set(a, b, le16(sport + f), le16(DPORT), 17)
+        k = hot_set(s, d, le16(sport + f), le16(DPORT), 17)
         per[k] = per.get(k, 0) + 1
     r = {"flows": flows, "sets_used": len(per)}
     # least recently used, 2 ways: a set of more flows than ways misses on every packet of each

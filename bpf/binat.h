@@ -350,7 +350,7 @@ __noinline int binat4_hot(struct xdp_md *ctx, struct pkt4_io *io)
 	if (!ctx || !io || pkt4_view(ctx, io, p))
 		return 0;
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
-	return cfg && flt4_hot(cfg, p, bpf_ktime_get_coarse_ns());
+	return cfg && flt4_hot(cfg, p);
 }
 
 /* fwd_ip4_path: a packet arrived on an interface with 1:1 rules (in->flags). */

@@ -195,36 +195,46 @@ static __always_inline __u8 flow_bits(__u8 proto, __u8 tcp_flags, int out)
 
 /* ---- per-CPU copies of established IPv4 flows (xdpr_shared.h, xdpr_flt_hot) ---- */
 
-static __always_inline int hot_is(const struct xdpr_flt_hot *e, __be32 a, __be32 b, __be16 pa, __be16 pb,
-				  __u8 proto)
+/* The kernel's tick rate, set by the loader before the program loads (xdpr_kernel_hz). */
+const volatile __u32 xdpr_hz = XDPR_HZ_UNKNOWN;
+
+static __always_inline int hot_is(const struct xdpr_flt_hot *e, __be32 s, __be32 d, __u32 ports, __u8 proto)
 {
-	return e->a == a && e->b == b && e->pa == pa && e->pb == pb && e->proto == proto;
+	return e->s == s && e->d == d && e->ports == ports && e->proto == proto;
 }
 
-/* A copy made at (coarse ns >> XDPR_FLT_HOT_SHIFT) still live at now (the same units)? */
+/* A copy still live at jiffies now? */
 static __always_inline int hot_live(const struct xdpr_flt_hot *e, __u32 now)
 {
-	return now - e->at < XDPR_FLT_HOT_AGE;
+	return xdpr_flt_hot_live(e->at, now, xdpr_hz);
 }
 
 /*
  * Copy a state this CPU found (or made) in the flow table, read under
- * generation gen: into its flow's way, else a free or lapsed one (the
- * other lapsed ways freed); not when every way holds another flow's live
- * copy, nor when the set already holds a later generation's copies.
+ * generation gen, for the direction of the packet that read it (from_a:
+ * from the canonical key's endpoint a), if the state has seen that
+ * direction: into its own way, else a free or lapsed one (the other
+ * lapsed ways freed); not when every way holds another live copy, nor
+ * when the set already holds a later generation's copies.
  */
-static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bits, __u8 orig_b, __u32 gen,
-					  __u64 now)
+static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bits, __u8 orig_b, int from_a,
+					  __u32 gen)
 {
 	__be32 a = *(const __be32 *)k->a, b = *(const __be32 *)k->b;
-	__u32 t = now >> XDPR_FLT_HOT_SHIFT, i;
+	__u32 t = bpf_jiffies64(), i, ports;
 	struct xdpr_flt_hot_set *set;
 	struct xdpr_flt_hot *e;
+	__be32 s, d;
 	int use = -1;
 
 	if (k->family != 4 || (k->proto != IPPROTO_TCP && k->proto != IPPROTO_UDP))
 		return;
-	i = xdpr_flt_hot_set_of(a, b, k->pa, k->pb, k->proto);
+	if (!(bits & (from_a ^ orig_b ? XDPR_CT_SEEN_OUT : XDPR_CT_SEEN_IN)))
+		return; /* not seen this way yet: its first packet marks it in the table */
+	s = from_a ? a : b;
+	d = from_a ? b : a;
+	ports = from_a ? xdpr_flt_hot_ports(k->pa, k->pb) : xdpr_flt_hot_ports(k->pb, k->pa);
+	i = xdpr_flt_hot_set_of(s, d, ports, k->proto);
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
 	if (!set)
 		return;
@@ -239,7 +249,7 @@ static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bi
 #pragma unroll
 	for (int w = 0; w < XDPR_FLT_HOT_WAYS; w++) {
 		e = &set->e[w];
-		if (hot_is(e, a, b, k->pa, k->pb, k->proto)) {
+		if (hot_is(e, s, d, ports, k->proto)) {
 			use = w;
 		} else if (e->proto && !hot_live(e, t)) {
 			e->proto = 0; /* lapsed: free, and never live again after its clock wraps */
@@ -254,71 +264,73 @@ static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bi
 	if (use < 0 || use >= XDPR_FLT_HOT_WAYS)
 		return; /* three live copies of other flows: they stay */
 	e = &set->e[use];
-	e->a = a;
-	e->b = b;
-	e->pa = k->pa;
-	e->pb = k->pb;
+	e->s = s;
+	e->d = d;
+	e->ports = ports;
 	e->at = t;
 	e->proto = k->proto;
-	e->bits = bits;
-	e->orig_b = orig_b;
-	e->pad = 0;
+	e->pad[0] = 0;
+	e->pad[1] = 0;
+	e->pad[2] = 0;
 }
 
 /*
- * The packet's flow has a copy on this CPU that lapsed, or none in a set
- * full of other flows' live copies: the flow table decides as flt_track
- * would for a packet that changes nothing (flt4_hot's kind).  Its state
- * still there, not expired, this direction seen: the state's last_seen
- * refreshed as flt_track does, the copy made again, 1 (the packet
- * passes); else 0 and the filter step decides.  The key is the canonical
- * one (a, b, ports = pa << 16 | pb as in the packet, proto | from_a << 8).
- * A global function: verified once, its key on a stack of its own rather
- * than in the forwarding path's frame.
+ * The packet (saddr, daddr, the ports word as in the packet, proto) has a
+ * copy on this CPU that lapsed, or none in a set full of other live
+ * copies: the flow table decides as flt_track would for a packet that
+ * changes nothing (flt4_hot's kind).  Its state still there, not expired,
+ * this direction seen: the state's last_seen refreshed as flt_track does,
+ * the copy made again, 1 (the packet passes); else 0 and the filter step
+ * decides.  A global function: verified once, its key on a stack of its
+ * own rather than in the forwarding path's frame.
  */
-__noinline int flt4_renew(__u32 a, __u32 b, __u32 ports, __u32 meta, __u64 now)
+__noinline int flt4_renew(__u32 s, __u32 d, __u32 ports, __u32 proto)
 {
 	struct xdpr_flow_key key = {};
 	struct xdpr_flt_flow *f;
+	struct xdpr_flt_hot h = { .ports = ports };
 	struct xdpr_cfg *cfg;
-	__u8 proto = meta & 0xff, bit;
+	__u64 now = bpf_ktime_get_coarse_ns();
 	__u32 zero = 0, gen;
+	int from_a;
+	__u8 bit;
 
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	if (!cfg)
 		return 0;
 	gen = cfg->flt_gen; /* before the table, as flt_track reads it */
-	*(__u32 *)key.a = a;
-	*(__u32 *)key.b = b;
-	key.pa = ports >> 16;
-	key.pb = ports & 0xffff;
-	key.proto = proto;
+	/* the canonical key, as flow_key: the lower address (then port) is endpoint a */
+	from_a = bpf_ntohl(s) < bpf_ntohl(d) || (s == d && bpf_ntohs(h.sp) <= bpf_ntohs(h.dp));
+	*(__u32 *)key.a = from_a ? s : d;
+	*(__u32 *)key.b = from_a ? d : s;
+	key.pa = from_a ? h.sp : h.dp;
+	key.pb = from_a ? h.dp : h.sp;
+	key.proto = proto & 0xff;
 	key.family = 4;
 	f = nat_lookup(&xdpr_flt_flows, &key);
-	if (!f || flow_expired(cfg, f, proto, now))
+	if (!f || flow_expired(cfg, f, key.proto, now))
 		return 0;
-	bit = ((meta >> 8) & 1) ^ f->orig_b ? XDPR_CT_SEEN_OUT : XDPR_CT_SEEN_IN;
+	bit = from_a ^ f->orig_b ? XDPR_CT_SEEN_OUT : XDPR_CT_SEEN_IN;
 	if (!(f->state & bit))
 		return 0;
 	if (now - f->last_seen > NSEC)
 		f->last_seen = now; /* a shared line: at most once a second */
-	flt4_hot_fill(&key, f->state, f->orig_b, gen, now);
+	flt4_hot_fill(&key, f->state, f->orig_b, from_a, gen);
 	return 1;
 }
 
 /*
- * This CPU's copy of the packet's flow state: 1 when the packet passes on
- * it (established, changes nothing), 0 when the flow table must decide.
+ * This CPU's copy of the packet's direction of its flow: 1 when the packet
+ * passes on it (established, changes nothing), 0 when the flow table must
+ * decide.
  */
-static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt4 *p, __u64 now)
+static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt4 *p)
 {
-	struct xdpr_flt_hot_set *set;
-	struct xdpr_flt_hdr *hdr;
+	const struct xdpr_flt_hot_set *set;
 	__u8 *l4 = p->l4;
-	__be16 sp, dp, pa, pb;
-	__be32 a, b;
-	__u32 slot, k;
-	int from_a, ask = 1; /* no copy and a full set, or a lapsed copy */
+	__u32 k, ports, now;
+	__be32 s, d;
+	int ask = 1; /* no copy and a full set, or a lapsed copy */
 
 	if (p->frag || !l4)
 		return 0;
@@ -328,51 +340,36 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 	} else if (p->proto != IPPROTO_UDP || !pkt4_has(p, l4, 8)) {
 		return 0;
 	}
-	slot = cfg->flt_slot & 1;
-	hdr = bpf_map_lookup_elem(&xdpr_flt_hdr, &slot);
-	if (!hdr || (hdr->flags & XDPR_FLT_SEE_EST))
+	if (cfg->flt_slot & XDPR_FLT_SLOT_SEE_EST)
 		return 0; /* rules see established packets: they are classified */
-	sp = *(__be16 *)l4;
-	dp = *(__be16 *)(l4 + 2);
-	a = p->iph->saddr;
-	b = p->iph->daddr;
-	pa = sp;
-	pb = dp;
-	from_a = bpf_ntohl(a) < bpf_ntohl(b) || (a == b && bpf_ntohs(sp) <= bpf_ntohs(dp));
-	if (!from_a) {
-		a = p->iph->daddr;
-		b = p->iph->saddr;
-		pa = dp;
-		pb = sp;
-	}
-	k = xdpr_flt_hot_set_of(a, b, pa, pb, p->proto);
+	s = p->iph->saddr;
+	d = p->iph->daddr;
+	ports = *(const __u32 *)l4;
+	k = xdpr_flt_hot_set_of(s, d, ports, p->proto);
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &k);
 	if (!set || set->gen != cfg->flt_gen)
 		return 0;
+	now = bpf_jiffies64();
 #pragma unroll
 	for (int w = 0; w < XDPR_FLT_HOT_WAYS; w++) {
 		const struct xdpr_flt_hot *e = &set->e[w];
 
-		if (hot_is(e, a, b, pa, pb, p->proto)) {
-			__u8 bit = from_a ^ e->orig_b ? XDPR_CT_SEEN_OUT : XDPR_CT_SEEN_IN;
-
-			if (!(e->bits & bit))
-				return 0; /* this direction's first packet: flt_track marks it */
-			if (hot_live(e, now >> XDPR_FLT_HOT_SHIFT))
+		if (hot_is(e, s, d, ports, p->proto)) {
+			if (hot_live(e, now))
 				return 1;
 			ask = 1; /* lapsed: the table, without the filter step's view of the packet */
 			break;
 		}
-		if (!e->proto || !hot_live(e, now >> XDPR_FLT_HOT_SHIFT))
+		if (!e->proto || !hot_live(e, now))
 			ask = 0;
 	}
 	/*
-	 * No copy: with a free or lapsed way the flow would most likely have
-	 * one if it were established here, so the filter step decides.  With
-	 * every way another flow's live copy (more flows than ways in the
-	 * set), it may well be: the table first, as for a lapsed copy.
+	 * No copy: with a free or lapsed way the direction would most likely
+	 * have one if it were established here, so the filter step decides.
+	 * With every way another live copy (more than ways in the set), it may
+	 * well be: the table first, as for a lapsed copy.
 	 */
-	return ask ? flt4_renew(a, b, (__u32)pa << 16 | pb, p->proto | from_a << 8, now) : 0;
+	return ask ? flt4_renew(s, d, ports, p->proto) : 0;
 }
 
 /* ---- classification ---- */
@@ -647,7 +644,7 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 					f->last_seen = now; /* a shared line: at most once a second */
 				fp->keyed = 0;
 				if (!see_est)
-					flt4_hot_fill(&fp->key, f->state, f->orig_b, fp->hot_gen, now);
+					flt4_hot_fill(&fp->key, f->state, f->orig_b, from_a, fp->hot_gen);
 				return see_est ? XDPR_FS_ESTABLISHED : FLT_PASS;
 			}
 		}
@@ -687,13 +684,13 @@ static __always_inline void flt_add_state(struct flt_pkt *fp, struct xdpr_flt_fl
 		f = nat_lookup(&xdpr_flt_flows, &fp->key);
 		if (!f || f->created == fp->stale_created) {
 			if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY)) {
-				flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->hot_gen, now);
+				flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
 				fp->made = 1;
 			}
 			return;
 		}
 	} else if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_NOEXIST)) {
-		flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->hot_gen, now);
+		flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
 		fp->made = 1;
 		return;
 	} else {
@@ -794,8 +791,7 @@ static __always_inline void flt_unkeep4(const struct iphdr *iph)
 	struct flt_pkt *fp = flt_scratch();
 	struct xdpr_flt_hot_set *set;
 	struct pkt4_io *io;
-	__u32 i, zero = 0;
-	__be32 a, b;
+	__u32 i, zero = 0, ports;
 
 	/* made is this packet's only if the filter step took its view: a packet
 	   that passed on its flow's copy, or whose NAT session stood for its
@@ -808,14 +804,14 @@ static __always_inline void flt_unkeep4(const struct iphdr *iph)
 		return;
 	fp->made = 0;
 	nat_delete(&xdpr_flt_flows, &fp->key);
-	a = *(const __be32 *)fp->key.a;
-	b = *(const __be32 *)fp->key.b;
-	i = xdpr_flt_hot_set_of(a, b, fp->key.pa, fp->key.pb, fp->key.proto);
+	/* the copy made was of this packet's direction */
+	ports = fp->from_a ? xdpr_flt_hot_ports(fp->key.pa, fp->key.pb) : xdpr_flt_hot_ports(fp->key.pb, fp->key.pa);
+	i = xdpr_flt_hot_set_of(iph->saddr, iph->daddr, ports, fp->key.proto);
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
 	if (!set)
 		return;
 	for (int w = 0; w < XDPR_FLT_HOT_WAYS; w++)
-		if (hot_is(&set->e[w], a, b, fp->key.pa, fp->key.pb, fp->key.proto))
+		if (hot_is(&set->e[w], iph->saddr, iph->daddr, ports, fp->key.proto))
 			set->e[w].proto = 0; /* void: a free way */
 }
 

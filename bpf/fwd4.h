@@ -172,7 +172,7 @@ static __always_inline int ip4_filter(struct xdp_md *ctx, struct bpf_fib_lookup 
 	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH)
 		return STEP_NEXT; /* the kernel does not forward it either */
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
-	if (cfg && flt4_hot(cfg, p, bpf_ktime_get_coarse_ns()))
+	if (cfg && flt4_hot(cfg, p))
 		return STEP_NEXT; /* established, on this CPU's copy of its state */
 	pkt4_to_io(p, sizeof(struct ethhdr), io);
 	step = filter4(ctx, io, fib->ifindex, 0);

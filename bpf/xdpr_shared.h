@@ -288,7 +288,9 @@ struct xdpr_cfg {
 	__u32 host_limit;       /* sessions per inside host (RFC 6888) */
 	__u32 next_rule;        /* userspace: rule ids are handed out round robin */
 	__u32 rt_slot;          /* live route table: xdpr_rtdir/xdpr_rtrec slot 0 or 1 */
-	__u32 flt_slot;         /* live filter: slot 0 or 1 of the xdpr_flt_* maps */
+	__u32 flt_slot;         /* live filter: slot 0 or 1 of the xdpr_flt_* maps (bit 0), and
+	                           XDPR_FLT_SLOT_SEE_EST: that slot's header has XDPR_FLT_SEE_EST
+	                           (one word: a packet reads the slot and its flag together) */
 	__u32 flt_gen;          /* bumped after flow states are deleted: the per-CPU copies lapse */
 	__u32 nat_slot;         /* live NAT tables: slot 0 or 1 of xdpr_nat_cta, _ct, _bind, _eim, _hosts, _ring */
 	__u32 nat_sess;         /* sessions they hold (the ring's length) */
@@ -685,6 +687,9 @@ enum xdpr_flt_hdr_flags {
 	XDPR_FLT_SEE_EST = 1 << 0,
 };
 
+/* xdpr_cfg.flt_slot: bit 0 the live slot; this bit, its header's XDPR_FLT_SEE_EST */
+#define XDPR_FLT_SLOT_SEE_EST 2u
+
 struct xdpr_flt_desc {
 	__u64 summ[XDPR_FLT_SUMM];  /* bit b of summ[i]: word 64*i+b of the set is stored */
 	__u16 rank[XDPR_FLT_SUMM];  /* words stored for summ[0..i-1] */
@@ -756,39 +761,45 @@ struct xdpr_flt_flow {
 };
 
 /*
- * Per-CPU copies of established IPv4 TCP/UDP flow states (xdpr_flt_hot):
- * a packet of a flow this CPU found established within XDPR_FLT_HOT_NS
- * passes on the copy, without the shared table's hash, bucket and entry.
- * Only what cannot change the state does (TCP without SYN, FIN or RST, a
- * direction already seen); the rest asks the table, which refreshes the
- * copy.  A copy lapses after XDPR_FLT_HOT_NS or when xdpr_cfg.flt_gen
- * moves (a flush): a state deleted otherwise (LRU eviction, expiry) can
- * serve its flow up to XDPR_FLT_HOT_NS longer (and so can one deleted by a
- * flush a CPU raced, on CPUs that reorder loads: BPF has no load-acquire
- * in clang 14).
+ * Per-CPU copies of established IPv4 TCP/UDP flow states (xdpr_flt_hot),
+ * one per direction: a packet whose direction of its flow this CPU found
+ * established within a tenth of a second passes on the copy, without the
+ * shared table's hash, bucket and entry.  A copy holds the packet's own
+ * addresses and ports as they appear in it (no canonical order to work
+ * out per packet) and is made only for a direction the state has seen.
+ * Only what cannot change the state passes on it (TCP without SYN, FIN or
+ * RST); the rest asks the table, which refreshes the copy.  A copy lapses
+ * after XDPR_FLT_HOT_HZ_DIV of a second (jiffies: the kernel's tick clock,
+ * read inline) or when xdpr_cfg.flt_gen moves (a flush): a state deleted
+ * otherwise (LRU eviction, expiry) can serve its flow up to that long
+ * (and so can one deleted by a flush a CPU raced, on CPUs that reorder
+ * loads: BPF has no load-acquire in clang 14).
  *
- * Three ways a set (set = hash of the canonical key), one generation a
- * set: a copy is made in its flow's way, else in a free or lapsed way;
- * when all three hold other flows' live copies it is not made (the flow
- * asks the table until a way lapses).  Keeping live copies rather than
- * the most recent ones matters when more flows than ways take turns in a
- * set: least-recently-used replacement would then miss on every packet of
- * all of them (with two ways, 9% of 4,096 flows did), this misses only on
- * the extra flows' packets.  at: coarse monotonic ns >> 20 (1.05 ms
- * units), 32 bits: a copy untouched for 52 days reads as new again for a
- * tenth of a second, unless its set was written since (any copy made in a
- * set voids its lapsed ways).
+ * Three ways a set (set = hash of the packet's tuple), one generation a
+ * set: a copy is made in its own way, else in a free or lapsed way; when
+ * all three hold other live copies it is not made (the packet asks the
+ * table until a way lapses).  Keeping live copies rather than the most
+ * recent ones matters when more flows than ways take turns in a set:
+ * least-recently-used replacement would then miss on every packet of all
+ * of them (with two ways, 9% of 4,096 flows did), this misses only on the
+ * extra flows' packets.  at: the low 32 bits of jiffies: a copy untouched
+ * for 2^32 ticks (198 days at HZ 250) reads as new again for a tenth of a
+ * second, unless its set was written since (any copy made in a set voids
+ * its lapsed ways).
  */
 struct xdpr_flt_hot {
-	__be32 a;           /* canonical, as xdpr_flow_key */
-	__be32 b;
-	__be16 pa;
-	__be16 pb;
-	__u32 at;           /* when copied: coarse monotonic ns >> XDPR_FLT_HOT_SHIFT */
+	__be32 s;           /* source and destination, as in the packet */
+	__be32 d;
+	union {
+		struct {
+			__be16 sp;  /* source and destination port, as in the packet */
+			__be16 dp;
+		};
+		__u32 ports;
+	};
+	__u32 at;           /* when copied: jiffies, low 32 bits */
 	__u8 proto;         /* TCP or UDP; 0: a free way */
-	__u8 bits;          /* the state's enum xdpr_ct_state bits when copied */
-	__u8 orig_b;
-	__u8 pad;
+	__u8 pad[3];
 };
 
 struct xdpr_flt_hot_set {
@@ -796,21 +807,40 @@ struct xdpr_flt_hot_set {
 	struct xdpr_flt_hot e[3];
 };
 
-#define XDPR_FLT_HOT_BITS  13   /* 8192 sets of 3, 512 KiB per CPU */
-#define XDPR_FLT_HOT_WAYS  3
-#define XDPR_FLT_HOT_SHIFT 20
+#define XDPR_FLT_HOT_BITS   13   /* 8192 sets of 3, 512 KiB per CPU */
+#define XDPR_FLT_HOT_WAYS   3
 /*
- * A tenth of a second: a flow whose packets pass on copies still reads the
- * table (and so stays recently used in its LRU) ten times a second per
- * CPU, however many new flows flood the table meanwhile.
+ * A copy lives 1/XDPR_FLT_HOT_HZ_DIV s (a tenth): a flow whose packets
+ * pass on copies still reads the table (and so stays recently used in its
+ * LRU) ten times a second per CPU, however many new flows flood the table
+ * meanwhile.
  */
-#define XDPR_FLT_HOT_NS   (100ULL * 1000000ULL)
-#define XDPR_FLT_HOT_AGE  ((__u32)(XDPR_FLT_HOT_NS >> XDPR_FLT_HOT_SHIFT)) /* 95 units */
+#define XDPR_FLT_HOT_HZ_DIV 10
+/*
+ * The tick rate assumed when the kernel's config cannot be read: the
+ * lowest Linux offers, so that a copy lives at most a tenth of a second
+ * whatever the real rate (less at a higher one).
+ */
+#define XDPR_HZ_UNKNOWN     100
 
-/* The set of a flow's copies: a hash of the canonical key (network-order words as loaded). */
-static inline __u32 xdpr_flt_hot_set_of(__be32 a, __be32 b, __be16 pa, __be16 pb, __u8 proto)
+/* A copy made at jiffies `at` still live at jiffies now, with HZ ticks a second? */
+static inline int xdpr_flt_hot_live(__u32 at, __u32 now, __u32 hz)
 {
-	__u32 h = a * 0x9e3779b1u ^ b * 0x85ebca77u ^ ((__u32)pa << 16 | pb) * 0xc2b2ae3du ^ proto;
+	return (__u64)(__u32)(now - at) * XDPR_FLT_HOT_HZ_DIV < hz;
+}
+
+/* Ports as a copy holds them: the two 16-bit fields as they lie in the packet. */
+static inline __u32 xdpr_flt_hot_ports(__be16 sp, __be16 dp)
+{
+	struct xdpr_flt_hot e = { .sp = sp, .dp = dp };
+
+	return e.ports;
+}
+
+/* The set of a direction's copy: a hash of its tuple (network-order words as loaded). */
+static inline __u32 xdpr_flt_hot_set_of(__be32 s, __be32 d, __u32 ports, __u8 proto)
+{
+	__u32 h = s * 0x9e3779b1u ^ d * 0x85ebca77u ^ ports * 0xc2b2ae3du ^ proto;
 
 	h ^= h >> 15;
 	h *= 0x2c1b3c6du;

@@ -21,7 +21,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <linux/membarrier.h>
+#include <zlib.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
@@ -750,6 +752,37 @@ const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name)
 int xdpr_ncpus(void)
 {
 	return libbpf_num_possible_cpus();
+}
+
+unsigned int xdpr_kernel_hz(void)
+{
+	static unsigned int hz;
+	char path[128], line[256];
+	struct utsname u;
+	gzFile f = NULL;
+
+	if (hz)
+		return hz;
+	/* where libbpf looks for the kernel's config; gzopen reads plain files too */
+	if (!uname(&u)) {
+		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+		f = gzopen(path, "re");
+	}
+	if (!f)
+		f = gzopen("/proc/config.gz", "re");
+	while (f && gzgets(f, line, sizeof(line)))
+		if (sscanf(line, "CONFIG_HZ=%u", &hz) == 1)
+			break;
+	if (f)
+		gzclose(f);
+	if (!hz || hz > 100000)
+		hz = XDPR_HZ_UNKNOWN;
+	return hz;
+}
+
+void xdpr_skel_prepare(struct xdpr_bpf *skel)
+{
+	skel->rodata->xdpr_hz = xdpr_kernel_hz();
 }
 
 int xdpr_percpu_zero(int fd, __u32 first, __u32 n)

@@ -121,6 +121,10 @@ int xdpr_slot_name_set(struct xdpr *x, int prog_fd, __u32 slot, const char *name
 		       __u32 mode);
 /* Hand the shared maps to a freshly opened instance. */
 int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
+
+/* Before a freshly opened instance of the datapath loads: its read-only settings (the tick rate). */
+struct xdpr_bpf;
+void xdpr_skel_prepare(struct xdpr_bpf *skel);
 /* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */
 int xdpr_rt_new_map(struct xdpr *x, int which, __u32 entries);
 /* The inner maps of a filter slot (enum xdpr_flt_inner), fixed-size ones at their size. */

@@ -1760,8 +1760,8 @@ static int commit(struct xdpr *x, struct xdpr_cfg *c, const struct xdpr_flt_list
 	if (err)
 		goto out;
 	crash_point("built");
-	/* the commit point */
-	c->flt_slot = idle;
+	/* the commit point: the slot and its header's flag in one word (flt4_hot reads no header) */
+	c->flt_slot = idle | (img.hdr.flags & XDPR_FLT_SEE_EST ? XDPR_FLT_SLOT_SEE_EST : 0);
 	if (nl->n || nl->policy == XDPR_FLT_DROP)
 		c->flags |= XDPR_CFG_FILTER;
 	else

@@ -193,6 +193,13 @@ int xdpr_vlan_sync(struct xdpr *x);
 /* Find a link by name; NULL if that interface is not attached. */
 const struct xdpr_link *xdpr_link_find(const struct xdpr *x, const char *name);
 
+/*
+ * The kernel's tick rate (CONFIG_HZ from /boot/config-RELEASE or
+ * /proc/config.gz, where libbpf looks), or XDPR_HZ_UNKNOWN when neither
+ * says: the datapath's clock for its per-CPU flow copies is jiffies.
+ */
+unsigned int xdpr_kernel_hz(void);
+
 /* Counters of one interface slot: ncpu entries of struct xdpr_slot. */
 int xdpr_ncpus(void);
 int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu);

@@ -356,6 +356,7 @@ static int shared_get(struct xdpr *x, struct shared *sh)
 		seterr(x, "cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
+	xdpr_skel_prepare(sh->skel);
 	err = xdpr_reuse_maps(x, sh->skel->obj);
 	if (err)
 		return err;
@@ -440,6 +441,7 @@ static int attach_plain(struct xdpr *x, struct shared *sh, __u32 ifindex, enum x
 	sh->skel = xdpr_bpf__open();
 	if (!sh->skel)
 		return -errno;
+	xdpr_skel_prepare(sh->skel);
 	if (xdpr_reuse_maps(x, sh->skel->obj))
 		return -EINVAL;
 	bpf_program__set_autoload(sh->skel->progs.xdpr_nat_gc, false);

@@ -469,7 +469,7 @@ static void install(const struct fcase *c, __u32 slot)
 	    bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg))
 		die("cannot set the filter header: %s", strerror(errno));
 	cfg.flags |= XDPR_CFG_FILTER;
-	cfg.flt_slot = slot;
+	cfg.flt_slot = slot | (img.hdr.flags & XDPR_FLT_SEE_EST ? XDPR_FLT_SLOT_SEE_EST : 0);
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg, BPF_ANY))
 		die("cannot switch the filter on: %s", strerror(errno));
 	xdpr_flt_image_free(&img);
@@ -492,8 +492,8 @@ static void find_way_ports(void)
 	inet_pton(AF_INET, "10.0.1.2", &s);
 	inet_pton(AF_INET, "10.0.2.2", &d);
 	for (__u32 port = 40001; port < 65536 && n < 4; port++) {
-		/* canonical: 10.0.1.2 is the lower address, endpoint a */
-		__u32 k = xdpr_flt_hot_set_of(s.s_addr, d.s_addr, htons(port), htons(53), IPPROTO_UDP);
+		__u32 k = xdpr_flt_hot_set_of(s.s_addr, d.s_addr, xdpr_flt_hot_ports(htons(port), htons(53)),
+					      IPPROTO_UDP);
 
 		if (n == 0)
 			set = k;
@@ -509,48 +509,59 @@ static __u32 pkt_sport(const struct pkt *p)
 	return p->way ? way_port[p->way - 1] : p->sport;
 }
 
+/* The kernel's tick count now: the program's clock for the copies (bpf_jiffies64). */
+static __u64 jiffies_now(void)
+{
+	FILE *f = fopen("/proc/timer_list", "r");
+	char line[256];
+	__u64 j = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "jiffies: %llu", (unsigned long long *)&j) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (!j)
+		die("cannot read jiffies from /proc/timer_list");
+	return j;
+}
+
 /*
- * Does some CPU hold a live copy of the state of the packet's (IPv4) flow?
- * One read: the set the datapath puts it in (its canonical key's hash), so
- * that the check takes microseconds and the copies checked do not lapse
- * (XDPR_FLT_HOT_NS) while a case runs.
+ * Does some CPU hold a live copy of the state of the packet's (IPv4)
+ * direction of its flow?  One read: the set the datapath puts it in (the
+ * hash of its tuple as it appears), so that the check takes milliseconds
+ * and the copies checked do not lapse (a tenth of a second) while a case
+ * runs.
  */
 static bool hot_copy(const struct pkt *p)
 {
 	struct xdpr_flt_hot_set *v = calloc(ncpus, sizeof(*v));
 	struct in_addr s, d;
-	__be16 sp = htons(pkt_sport(p) ?: 40000), dp = htons(p->dport ?: 53), pa, pb;
+	__be16 sp = htons(pkt_sport(p) ?: 40000), dp = htons(p->dport ?: 53);
 	__u8 proto = p->proto ?: IPPROTO_UDP;
+	unsigned int hz = skel->rodata->xdpr_hz;
 	struct xdpr_cfg cfg;
-	struct timespec ts;
-	__u32 zero = 0, k;
-	__be32 a, b;
+	__u32 zero = 0, k, ports = xdpr_flt_hot_ports(sp, dp);
 	__u64 now;
 	bool found = false;
 
 	if (!v)
 		die("out of memory");
-	/* the program's clock (bpf_ktime_get_coarse_ns) and generation: only a live copy counts */
-	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg) ||
-	    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts))
-		die("cannot read xdpr_cfg or the clock: %s", strerror(errno));
-	now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	/* the program's generation and clock: only a live copy counts */
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg))
+		die("cannot read xdpr_cfg: %s", strerror(errno));
+	now = jiffies_now();
 	inet_pton(AF_INET, p->src ?: "10.0.1.2", &s);
 	inet_pton(AF_INET, p->dst ?: "10.0.2.2", &d);
-	/* canonical, as flow_key: the lower address (then port) is endpoint a */
-	if (ntohl(s.s_addr) < ntohl(d.s_addr) || (s.s_addr == d.s_addr && ntohs(sp) <= ntohs(dp)))
-		a = s.s_addr, b = d.s_addr, pa = sp, pb = dp;
-	else
-		a = d.s_addr, b = s.s_addr, pa = dp, pb = sp;
-	k = xdpr_flt_hot_set_of(a, b, pa, pb, proto);
+	k = xdpr_flt_hot_set_of(s.s_addr, d.s_addr, ports, proto);
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_flt_hot), &k, v))
 		die("cannot read the flow copies: %s", strerror(errno));
 	for (int c = 0; c < ncpus && !found; c++)
 		for (int w = 0; w < XDPR_FLT_HOT_WAYS && v[c].gen == cfg.flt_gen; w++) {
 			const struct xdpr_flt_hot *e = &v[c].e[w];
 
-			found |= e->proto == proto && e->a == a && e->b == b && e->pa == pa && e->pb == pb &&
-				 (__u32)(now >> XDPR_FLT_HOT_SHIFT) - e->at < XDPR_FLT_HOT_AGE;
+			found |= e->proto == proto && e->s == s.s_addr && e->d == d.s_addr &&
+				 e->ports == ports && xdpr_flt_hot_live(e->at, now, hz);
 		}
 	free(v);
 	return found;
@@ -869,8 +880,11 @@ int main(void)
 		if (sched_setaffinity(0, sizeof(one), &one))
 			die("cannot pin to CPU 0: %s", strerror(errno));
 	}
-	skel = xdpr_bpf__open_and_load();
+	skel = xdpr_bpf__open();
 	if (!skel)
+		die("cannot open the XDP program: %s", strerror(errno));
+	skel->rodata->xdpr_hz = xdpr_kernel_hz(); /* as the loader sets it: copies live a tenth of a second */
+	if (xdpr_bpf__load(skel))
 		die("cannot load the XDP program: %s", strerror(errno));
 	prog_fd = bpf_program__fd(skel->progs.xdpr_main);
 	stats_fd = bpf_map__fd(skel->maps.xdpr_stats);
