@@ -769,8 +769,9 @@ struct xdpr_flt_flow {
  * out per packet) and is made only for a direction the state has seen.
  * Only what cannot change the state passes on it (TCP without SYN, FIN or
  * RST); the rest asks the table, which refreshes the copy.  A copy lapses
- * after XDPR_FLT_HOT_HZ_DIV of a second (jiffies: the kernel's tick clock,
- * read inline) or when xdpr_cfg.flt_gen moves (a flush): a state deleted
+ * after a tenth of a second (1/XDPR_FLT_HOT_HZ_DIV; in jiffies, the
+ * kernel's tick clock, read inline) or when xdpr_cfg.flt_gen moves (a
+ * flush): a state deleted
  * otherwise (LRU eviction, expiry) can serve its flow up to that long
  * (and so can one deleted by a flush a CPU raced, on CPUs that reorder
  * loads: BPF has no load-acquire in clang 14).
