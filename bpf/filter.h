@@ -286,12 +286,12 @@ static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bi
  */
 __noinline int flt4_renew(__u32 s, __u32 d, __u32 ports, __u32 proto)
 {
-	struct xdpr_flow_key key = {};
+	struct xdpr_flow_key key;
 	struct xdpr_flt_flow *f;
 	struct xdpr_flt_hot h = { .ports = ports };
 	struct xdpr_cfg *cfg;
 	__u64 now = bpf_ktime_get_coarse_ns();
-	__u32 zero = 0, gen;
+	__u32 zero = 0, gen, sa[4] = { s }, da[4] = { d };
 	int from_a;
 	__u8 bit;
 
@@ -299,14 +299,7 @@ __noinline int flt4_renew(__u32 s, __u32 d, __u32 ports, __u32 proto)
 	if (!cfg)
 		return 0;
 	gen = cfg->flt_gen; /* before the table, as flt_track reads it */
-	/* the canonical key, as flow_key: the lower address (then port) is endpoint a */
-	from_a = bpf_ntohl(s) < bpf_ntohl(d) || (s == d && bpf_ntohs(h.sp) <= bpf_ntohs(h.dp));
-	*(__u32 *)key.a = from_a ? s : d;
-	*(__u32 *)key.b = from_a ? d : s;
-	key.pa = from_a ? h.sp : h.dp;
-	key.pb = from_a ? h.dp : h.sp;
-	key.proto = proto & 0xff;
-	key.family = 4;
+	flow_key(&key, (const __u8 *)sa, (const __u8 *)da, h.sp, h.dp, proto & 0xff, 4, &from_a);
 	f = nat_lookup(&xdpr_flt_flows, &key);
 	if (!f || flow_expired(cfg, f, key.proto, now))
 		return 0;
