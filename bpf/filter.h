@@ -197,6 +197,63 @@ static __always_inline __u8 flow_bits(__u8 proto, __u8 tcp_flags, int out)
 
 /* The kernel's tick rate, set by the loader before the program loads (xdpr_kernel_hz). */
 const volatile __u32 xdpr_hz = XDPR_HZ_UNKNOWN;
+/* States a CPU makes in a tenth of a second that start churn (xdpr_shared.h), set by the loader. */
+const volatile __u32 xdpr_flt_churn_n = XDPR_FLT_CHURN_N(64);
+/*
+ * Churn, shared by the CPUs: xdpr_flt_epoch is added to xdpr_cfg.flt_gen in
+ * a copy set's generation, and moves when churn starts (every copy
+ * lapses); copies made before jiffies xdpr_flt_churn_until (64 bits: no
+ * wrap) are short.  Written only by a CPU that crossed xdpr_flt_churn_n (at
+ * most ten times a second each); the epoch is read by every packet a copy
+ * passes.
+ */
+__u32 xdpr_flt_epoch;
+__u64 xdpr_flt_churn_until;
+
+/* The generation copies are made and read under: a flush, or churn starting, moves it. */
+static __always_inline __u32 hot_gen_now(const struct xdpr_cfg *cfg)
+{
+	return cfg->flt_gen + xdpr_flt_epoch;
+}
+
+/*
+ * A state was just made on this CPU: count it in the current tenth of a
+ * second; the xdpr_flt_churn_n-th starts churn (or keeps it on for a
+ * second more).  churn_until is written before the epoch moves, so that a
+ * CPU which reads the new epoch before the table mostly makes short copies
+ * after it (x86 keeps stores in order; elsewhere a copy or two may be long).
+ */
+static __always_inline void flt_churn_note(void)
+{
+	struct xdpr_flt_churn *c;
+	__u64 now = bpf_jiffies64();
+	__u32 zero = 0;
+	int start;
+
+	c = bpf_map_lookup_elem(&xdpr_flt_churn, &zero);
+	if (!c)
+		return;
+	if ((now - c->win) * XDPR_FLT_HOT_HZ_DIV >= xdpr_hz) {
+		c->win = now;
+		c->n = 0;
+	}
+	if (++c->n != xdpr_flt_churn_n)
+		return;
+	start = now >= xdpr_flt_churn_until;
+	xdpr_flt_churn_until = now + xdpr_hz;
+	if (start)
+		xdpr_flt_epoch++; /* every flow reads the table with its next packet */
+}
+
+/* A copy's life in jiffies from now: a second, or a tenth while the table churns or the timeout is short. */
+static __always_inline __u32 hot_life(const struct xdpr_cfg *cfg, __u8 proto, __u8 bits, __u64 now)
+{
+	__u32 tenth = xdpr_hz / XDPR_FLT_HOT_HZ_DIV;
+
+	if (now < xdpr_flt_churn_until || nat_timeout(cfg, proto, bits) < (__u64)XDPR_FLT_HOT_LONG_TIMEOUT * NSEC)
+		return tenth ? tenth : 1;
+	return xdpr_hz;
+}
 
 static __always_inline int hot_is(const struct xdpr_flt_hot *e, __be32 s, __be32 d, __u32 ports, __u8 proto)
 {
@@ -206,22 +263,23 @@ static __always_inline int hot_is(const struct xdpr_flt_hot *e, __be32 s, __be32
 /* A copy still live at jiffies now? */
 static __always_inline int hot_live(const struct xdpr_flt_hot *e, __u32 now)
 {
-	return xdpr_flt_hot_live(e->at, now, xdpr_hz);
+	return xdpr_flt_hot_live(e->until, now, xdpr_hz);
 }
 
 /*
  * Copy a state this CPU found (or made) in the flow table, read under
- * generation gen, for the direction of the packet that read it (from_a:
- * from the canonical key's endpoint a), if the state has seen that
- * direction: into its own way, else a free or lapsed one (the other
+ * generation gen (hot_gen_now), for the direction of the packet that read
+ * it (from_a: from the canonical key's endpoint a), if the state has seen
+ * that direction: into its own way, else a free or lapsed one (the other
  * lapsed ways freed); not when every way holds another live copy, nor
  * when the set already holds a later generation's copies.
  */
-static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bits, __u8 orig_b, int from_a,
-					  __u32 gen)
+static __always_inline void flt4_hot_fill(const struct xdpr_cfg *cfg, const struct xdpr_flow_key *k, __u8 bits,
+					  __u8 orig_b, int from_a, __u32 gen)
 {
 	__be32 a = *(const __be32 *)k->a, b = *(const __be32 *)k->b;
-	__u32 t = bpf_jiffies64(), i, ports;
+	__u64 now = bpf_jiffies64();
+	__u32 t = now, i, ports;
 	struct xdpr_flt_hot_set *set;
 	struct xdpr_flt_hot *e;
 	__be32 s, d;
@@ -267,7 +325,7 @@ static __always_inline void flt4_hot_fill(const struct xdpr_flow_key *k, __u8 bi
 	e->s = s;
 	e->d = d;
 	e->ports = ports;
-	e->at = t;
+	e->until = t + hot_life(cfg, k->proto, bits, now);
 	e->proto = k->proto;
 	e->pad[0] = 0;
 	e->pad[1] = 0;
@@ -298,7 +356,7 @@ __noinline int flt4_renew(__u32 s, __u32 d, __u32 ports, __u32 proto)
 	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
 	if (!cfg)
 		return 0;
-	gen = cfg->flt_gen; /* before the table, as flt_track reads it */
+	gen = hot_gen_now(cfg); /* before the table, as flt_track reads it */
 	flow_key(&key, (const __u8 *)sa, (const __u8 *)da, h.sp, h.dp, proto & 0xff, 4, &from_a);
 	f = nat_lookup(&xdpr_flt_flows, &key);
 	if (!f || flow_expired(cfg, f, key.proto, now))
@@ -308,7 +366,7 @@ __noinline int flt4_renew(__u32 s, __u32 d, __u32 ports, __u32 proto)
 		return 0;
 	if (now - f->last_seen > NSEC)
 		f->last_seen = now; /* a shared line: at most once a second */
-	flt4_hot_fill(&key, f->state, f->orig_b, from_a, gen);
+	flt4_hot_fill(cfg, &key, f->state, f->orig_b, from_a, gen);
 	return 1;
 }
 
@@ -340,7 +398,7 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 	ports = *(const __u32 *)l4;
 	k = xdpr_flt_hot_set_of(s, d, ports, p->proto);
 	set = bpf_map_lookup_elem(&xdpr_flt_hot, &k);
-	if (!set || set->gen != cfg->flt_gen)
+	if (!set || set->gen != hot_gen_now(cfg))
 		return 0;
 	now = bpf_jiffies64();
 #pragma unroll
@@ -616,7 +674,7 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 	fp->keyed = 0;
 	fp->stale = 0;
 	fp->made = 0;
-	fp->hot_gen = cfg->flt_gen; /* before the table: a flush between them voids the copy */
+	fp->hot_gen = hot_gen_now(cfg); /* before the table: a flush between them voids the copy */
 	/* an ICMP error is never a flow of its own: only its quote can relate it */
 	if (!fp->nat && !fp->nokey && !fp->icmp_err) {
 		flow_key(&fp->key, fp->src, fp->dst, fp->ksport, fp->kdport, fp->proto, fp->family, &from_a);
@@ -637,7 +695,7 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 					f->last_seen = now; /* a shared line: at most once a second */
 				fp->keyed = 0;
 				if (!see_est)
-					flt4_hot_fill(&fp->key, f->state, f->orig_b, from_a, fp->hot_gen);
+					flt4_hot_fill(cfg, &fp->key, f->state, f->orig_b, from_a, fp->hot_gen);
 				return see_est ? XDPR_FS_ESTABLISHED : FLT_PASS;
 			}
 		}
@@ -668,7 +726,8 @@ __noinline int flt_track(__u32 see_est, __u64 now)
  * the reply had been seen).  An expired or closed entry (fp->stale) is
  * replaced, unless another CPU replaced it since flt_track saw it.
  */
-static __always_inline void flt_add_state(struct flt_pkt *fp, struct xdpr_flt_flow *v, __u64 now)
+static __always_inline void flt_add_state(const struct xdpr_cfg *cfg, struct flt_pkt *fp, struct xdpr_flt_flow *v,
+					  __u64 now)
 {
 	struct xdpr_flt_flow *f;
 	__u8 bits;
@@ -677,13 +736,15 @@ static __always_inline void flt_add_state(struct flt_pkt *fp, struct xdpr_flt_fl
 		f = nat_lookup(&xdpr_flt_flows, &fp->key);
 		if (!f || f->created == fp->stale_created) {
 			if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY)) {
-				flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
+				flt_churn_note();
+				flt4_hot_fill(cfg, &fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
 				fp->made = 1;
 			}
 			return;
 		}
 	} else if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_NOEXIST)) {
-		flt4_hot_fill(&fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
+		flt_churn_note();
+		flt4_hot_fill(cfg, &fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
 		fp->made = 1;
 		return;
 	} else {
@@ -768,7 +829,7 @@ accept:
 		v->state = flow_bits(fp->proto, fp->tcp_flags, 1);
 		/* the tables being copied (nat limit sessions): the verdict stands, no state is kept */
 		if (!nat_frozen())
-			flt_add_state(fp, v, now);
+			flt_add_state(cfg, fp, v, now);
 	}
 	return STEP_NEXT;
 }

@@ -128,6 +128,14 @@ struct {
 	__type(value, struct xdpr_flt_hot_set);
 } xdpr_flt_hot SEC(".maps");
 
+/* This CPU's count of flow states made in the current tenth of a second (xdpr_shared.h, struct xdpr_flt_churn). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdpr_flt_churn);
+} xdpr_flt_churn SEC(".maps");
+
 /*
  * IPv4 first fragments the filter accepted, for their later fragments
  * (which carry no ports): key = fragment identity (RFC 791), value = when.

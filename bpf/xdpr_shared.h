@@ -763,18 +763,27 @@ struct xdpr_flt_flow {
 /*
  * Per-CPU copies of established IPv4 TCP/UDP flow states (xdpr_flt_hot),
  * one per direction: a packet whose direction of its flow this CPU found
- * established within a tenth of a second passes on the copy, without the
+ * established within its copy's life passes on the copy, without the
  * shared table's hash, bucket and entry.  A copy holds the packet's own
  * addresses and ports as they appear in it (no canonical order to work
  * out per packet) and is made only for a direction the state has seen.
  * Only what cannot change the state passes on it (TCP without SYN, FIN or
- * RST); the rest asks the table, which refreshes the copy.  A copy lapses
- * after a tenth of a second (1/XDPR_FLT_HOT_HZ_DIV; in jiffies, the
- * kernel's tick clock, read inline) or when xdpr_cfg.flt_gen moves (a
- * flush): a state deleted
- * otherwise (LRU eviction, expiry) can serve its flow up to that long
- * (and so can one deleted by a flush a CPU raced, on CPUs that reorder
- * loads: BPF has no load-acquire in clang 14).
+ * RST); the rest asks the table, which refreshes the copy.
+ *
+ * A copy lives a second, or a tenth of a second (1/XDPR_FLT_HOT_HZ_DIV)
+ * while the flow table churns or when its state's timeout is under
+ * XDPR_FLT_HOT_LONG_TIMEOUT seconds (in jiffies, the kernel's tick clock,
+ * read inline: `until`, when it lapses).  Each renewal reads the table,
+ * which keeps an established flow recently used in its LRU: a CPU that
+ * makes more than its share of the table's states over two seconds
+ * (xdpr_flt_churn_n in a tenth of a second) starts churn, which voids
+ * every copy at once (the datapath's xdpr_flt_epoch, added to a set's
+ * generation) and makes copies short for the next second, so that a flood
+ * of new flows cannot evict an established flow between two of its
+ * renewals.  A copy also lapses when xdpr_cfg.flt_gen moves (a flush): a
+ * state deleted otherwise (LRU eviction, expiry) can serve its flow as long
+ * as its copy lives (and so can one deleted by a flush a CPU raced, on
+ * CPUs that reorder loads: BPF has no load-acquire in clang 14).
  *
  * Three ways a set (set = hash of the packet's tuple), one generation a
  * set: a copy is made in its own way, else in a free or lapsed way; when
@@ -783,10 +792,10 @@ struct xdpr_flt_flow {
  * recent ones matters when more flows than ways take turns in a set:
  * least-recently-used replacement would then miss on every packet of all
  * of them (with two ways, 9% of 4,096 flows did), this misses only on the
- * extra flows' packets.  at: the low 32 bits of jiffies: a copy untouched
- * for 2^32 ticks (198 days at HZ 250) reads as new again for a tenth of a
- * second, unless its set was written since (any copy made in a set voids
- * its lapsed ways).
+ * extra flows' packets.  until: the low 32 bits of jiffies: a copy
+ * untouched for 2^32 ticks (198 days at HZ 250) reads as live again for up
+ * to a second, unless its set was written since (any copy made in a set
+ * voids its lapsed ways).
  */
 struct xdpr_flt_hot {
 	__be32 s;           /* source and destination, as in the packet */
@@ -798,36 +807,55 @@ struct xdpr_flt_hot {
 		};
 		__u32 ports;
 	};
-	__u32 at;           /* when copied: jiffies, low 32 bits */
+	__u32 until;        /* when it lapses: jiffies, low 32 bits */
 	__u8 proto;         /* TCP or UDP; 0: a free way */
 	__u8 pad[3];
 };
 
 struct xdpr_flt_hot_set {
-	__u32 gen;          /* xdpr_cfg.flt_gen read before the table was, for every way */
+	__u32 gen;          /* xdpr_cfg.flt_gen + xdpr_flt_epoch read before the table was, for every way */
 	struct xdpr_flt_hot e[3];
 };
 
 #define XDPR_FLT_HOT_BITS   13   /* 8192 sets of 3, 512 KiB per CPU */
 #define XDPR_FLT_HOT_WAYS   3
 /*
- * A copy lives 1/XDPR_FLT_HOT_HZ_DIV s (a tenth): a flow whose packets
- * pass on copies still reads the table (and so stays recently used in its
- * LRU) ten times a second per CPU, however many new flows flood the table
- * meanwhile.
+ * A short copy lives 1/XDPR_FLT_HOT_HZ_DIV s (a tenth): while the table
+ * churns, a flow whose packets pass on copies still reads the table (and
+ * so stays recently used in its LRU) ten times a second per CPU.  A long
+ * one lives a second, for states whose timeout is at least
+ * XDPR_FLT_HOT_LONG_TIMEOUT seconds: a state whose flow passes on copies is
+ * refreshed at least every two seconds (a copy's life, and last_seen
+ * written at most once a second).
  */
 #define XDPR_FLT_HOT_HZ_DIV 10
+#define XDPR_FLT_HOT_LONG_TIMEOUT 4
+/*
+ * Churn: a CPU that makes this many flow states within a tenth of a
+ * second would go through its share of the LRU table (BPF_F_NO_COMMON_LRU:
+ * XDPR_FLT_FLOWS over the possible CPUs) in under two seconds, twice a
+ * long copy's life.  The loader sets the program's xdpr_flt_churn_n from
+ * the possible CPUs (xdpr_flt_churn_n()); without it, as for 64.
+ */
+#define XDPR_FLT_CHURN_N(cpus) (XDPR_FLT_FLOWS / 20 / (cpus) ? XDPR_FLT_FLOWS / 20 / (cpus) : 1)
+
+/* A CPU's count of flow states made in the current tenth of a second (xdpr_flt_churn). */
+struct xdpr_flt_churn {
+	__u64 win;          /* jiffies when the tenth began */
+	__u32 n;            /* states made since */
+	__u32 pad;
+};
 /*
  * The tick rate assumed when the kernel's config cannot be read: the
- * lowest Linux offers, so that a copy lives at most a tenth of a second
- * whatever the real rate (less at a higher one).
+ * lowest Linux offers, so that a copy lives at most a second (a tenth,
+ * short) whatever the real rate (less at a higher one).
  */
 #define XDPR_HZ_UNKNOWN     100
 
-/* A copy made at jiffies `at` still live at jiffies now, with HZ ticks a second? */
-static inline int xdpr_flt_hot_live(__u32 at, __u32 now, __u32 hz)
+/* A copy lapsing at jiffies `until` still live at jiffies now, with HZ ticks a second (its longest life)? */
+static inline int xdpr_flt_hot_live(__u32 until, __u32 now, __u32 hz)
 {
-	return (__u64)(__u32)(now - at) * XDPR_FLT_HOT_HZ_DIV < hz;
+	return (__u32)(until - now - 1) < hz;
 }
 
 /* Ports as a copy holds them: the two 16-bit fields as they lie in the packet. */

@@ -780,9 +780,14 @@ unsigned int xdpr_kernel_hz(void)
 	return hz;
 }
 
+/* Before the program loads: the tick rate, and the churn threshold for this machine's CPUs (xdpr_shared.h). */
 void xdpr_skel_prepare(struct xdpr_bpf *skel)
 {
+	int cpus = xdpr_ncpus();
+
 	skel->rodata->xdpr_hz = xdpr_kernel_hz();
+	if (cpus > 0)
+		skel->rodata->xdpr_flt_churn_n = XDPR_FLT_CHURN_N(cpus);
 }
 
 int xdpr_percpu_zero(int fd, __u32 first, __u32 n)

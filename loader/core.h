@@ -122,7 +122,7 @@ int xdpr_slot_name_set(struct xdpr *x, int prog_fd, __u32 slot, const char *name
 /* Hand the shared maps to a freshly opened instance. */
 int xdpr_reuse_maps(struct xdpr *x, struct bpf_object *obj);
 
-/* Before a freshly opened instance of the datapath loads: its read-only settings (the tick rate). */
+/* Before a freshly opened instance of the datapath loads: its read-only settings (tick rate, churn threshold). */
 struct xdpr_bpf;
 void xdpr_skel_prepare(struct xdpr_bpf *skel);
 /* The inner maps of a route table slot, in the order of xdpr_rt_make_slot's fds. */

@@ -83,7 +83,9 @@ struct pkt {
 	int reason;
 	int rule;             /* 1-based rule that must count it; 0: none; -1: the policy */
 	/* before the packet: the flow table emptied as "filter flows flush" does (FLUSH), or
-	   without telling the CPUs' copies, as an eviction would (FORGET); then wait_ms */
+	   without telling the CPUs' copies, as an eviction would (FORGET); the next state this
+	   CPU makes starts churn (CHURN); the UDP timeout under XDPR_FLT_HOT_LONG_TIMEOUT
+	   (SHORT, until the case ends); then wait_ms */
 	int before;
 	int wait_ms;
 	bool hot;             /* after it, a CPU holds a copy of its flow's state */
@@ -94,6 +96,8 @@ struct pkt {
 #define FLUSH  1
 #define FORGET 2
 #define FUTURE 3 /* every state's last_seen 2 s ahead: another CPU refreshed it after this packet read the clock */
+#define CHURN  4
+#define SHORT  5
 
 struct fcase {
 	const char *name;
@@ -188,7 +192,7 @@ static const struct fcase cases[] = {
 	  { { .proto = IPPROTO_ICMP, .sport = 13, .reason = XDPR_FWD, .rule = 1 },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_ICMP, .sport = 3,
 	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
-	{ "IPv4 UDP: established packets pass on the CPU's copy; a flush voids it, an eviction after 0.1 s", DROP,
+	{ "IPv4 UDP: established packets pass on the CPU's copy; a flush voids it, an eviction after a second", DROP,
 	  { "proto udp dport 53 accept" },
 	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD,
@@ -199,8 +203,34 @@ static const struct fcase cases[] = {
 	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 },
 	    { .reason = XDPR_FWD, .rule = 1 },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD },
-	    { .before = FORGET, .wait_ms = 200, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
+	    { .before = FORGET, .wait_ms = 1100, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
 	      .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 } } },
+	{ "IPv4: a copy lives a second while the table is quiet, a tenth when its state's timeout is short", DROP,
+	  { "proto udp dport 53 accept" },
+	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD,
+	      .hot = true },
+	    { .before = FORGET, .wait_ms = 200, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
+	      .dport = 40000, .reason = XDPR_FWD },
+	    { .wait_ms = 900, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000,
+	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true },
+	    { .before = SHORT, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD,
+	      .hot = true },
+	    { .before = FORGET, .wait_ms = 200, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
+	      .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true } } },
+	{ "IPv4: churn voids every copy and makes them a tenth of a second long", DROP,
+	  { "proto udp dport 53 accept" },
+	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD,
+	      .hot = true },
+	    { .before = CHURN, .sport = 40001, .reason = XDPR_FWD, .rule = 1 },
+	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40001, .reason = XDPR_FWD,
+	      .hot = true },
+	    { .before = FORGET, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000,
+	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true },
+	    { .wait_ms = 200, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40001,
+	      .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true } } },
 	{ "IPv4 TCP: SYN, FIN and RST always ask the flow table", DROP, { "proto tcp dport 80 accept" },
 	  { { .proto = IPPROTO_TCP, .dport = 80, .tcp = TCPF_S, .reason = XDPR_FWD, .rule = 1, .hot = true },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .proto = IPPROTO_TCP, .sport = 80, .dport = 40000,
@@ -225,22 +255,22 @@ static const struct fcase cases[] = {
 	    { .way = 4, .reason = XDPR_FWD, .rule = 1, .cold = true },
 	    { .way = 1, .reason = XDPR_FWD, .hot = true },
 	    { .way = 4, .reason = XDPR_FWD, .cold = true },
-	    { .way = 4, .wait_ms = 200, .reason = XDPR_FWD, .hot = true },
+	    { .way = 4, .wait_ms = 1100, .reason = XDPR_FWD, .hot = true },
 	    { .way = 1, .reason = XDPR_FWD, .hot = true } } },
 	{ "IPv4: a lapsed copy asks the table again: kept while the state lives, gone with it", DROP,
 	  { "proto udp dport 53 accept" },
 	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
-	    { .wait_ms = 200, .reason = XDPR_FWD, .hot = true },
+	    { .wait_ms = 1100, .reason = XDPR_FWD, .hot = true },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD,
 	      .hot = true },
-	    { .before = FORGET, .wait_ms = 200, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
+	    { .before = FORGET, .wait_ms = 1100, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53,
 	      .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true } } },
 	{ "IPv4: a reply's lapsed copy asks the table and is made again for the reply's direction", DROP,
 	  { "proto udp dport 53 accept" },
 	  { { .reason = XDPR_FWD, .rule = 1, .hot = true },
 	    { .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000, .reason = XDPR_FWD,
 	      .hot = true },
-	    { .wait_ms = 200, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000,
+	    { .wait_ms = 1100, .in = "r1", .src = "10.0.2.2", .dst = "10.0.1.2", .sport = 53, .dport = 40000,
 	      .reason = XDPR_FWD, .hot = true } } },
 	{ "a state refreshed after the packet read the clock (last_seen ahead of now) is live, not expired", DROP,
 	  { "proto udp dport 53 accept" },
@@ -537,8 +567,8 @@ static __u64 jiffies_now(void)
  * Does some CPU hold a live copy of the state of the packet's (IPv4)
  * direction of its flow?  One read: the set the datapath puts it in (the
  * hash of its tuple as it appears), so that the check takes milliseconds
- * and the copies checked do not lapse (a tenth of a second) while a case
- * runs.
+ * and the copies checked do not lapse (a tenth of a second at the
+ * shortest) while a case runs.
  */
 static bool hot_copy(const struct pkt *p)
 {
@@ -564,11 +594,11 @@ static bool hot_copy(const struct pkt *p)
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_flt_hot), &k, v))
 		die("cannot read the flow copies: %s", strerror(errno));
 	for (int c = 0; c < ncpus && !found; c++)
-		for (int w = 0; w < XDPR_FLT_HOT_WAYS && v[c].gen == cfg.flt_gen; w++) {
+		for (int w = 0; w < XDPR_FLT_HOT_WAYS && v[c].gen == cfg.flt_gen + skel->bss->xdpr_flt_epoch; w++) {
 			const struct xdpr_flt_hot *e = &v[c].e[w];
 
 			found |= e->proto == proto && e->s == s.s_addr && e->d == d.s_addr &&
-				 e->ports == ports && xdpr_flt_hot_live(e->at, now, hz);
+				 e->ports == ports && xdpr_flt_hot_live(e->until, now, hz);
 		}
 	free(v);
 	return found;
@@ -760,6 +790,39 @@ static void rule_counts(__u64 *pk)
 	free(v);
 }
 
+/* The UDP timeout in xdpr_cfg (the others as the loader sets them). */
+static void set_udp_timeout(__u32 secs)
+{
+	struct xdpr_cfg cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg))
+		die("cannot read xdpr_cfg: %s", strerror(errno));
+	cfg.udp = secs;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg, BPF_ANY))
+		die("cannot write xdpr_cfg: %s", strerror(errno));
+}
+
+/*
+ * Every CPU's count of states made in this tenth of a second (now: jiffies)
+ * set to n, and churn over: n = xdpr_flt_churn_n - 1 makes the next state
+ * start churn.
+ */
+static void set_churn(__u64 now, __u32 n)
+{
+	struct xdpr_flt_churn *v = calloc(ncpus, sizeof(*v));
+	__u32 zero = 0;
+
+	if (!v)
+		die("out of memory");
+	for (int c = 0; c < ncpus; c++)
+		v[c] = (struct xdpr_flt_churn){ .win = now, .n = n };
+	skel->bss->xdpr_flt_churn_until = 0;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_flt_churn), &zero, v, BPF_ANY))
+		die("cannot write xdpr_flt_churn: %s", strerror(errno));
+	free(v);
+}
+
 static bool run_pkt(const struct fcase *c, int k)
 {
 	const struct pkt *p = &c->p[k];
@@ -777,11 +840,15 @@ static bool run_pkt(const struct fcase *c, int k)
 	}
 	if (p->before == FLUSH || p->before == FORGET)
 		forget_flows(p->before == FLUSH);
+	if (p->before == SHORT)
+		set_udp_timeout(XDPR_FLT_HOT_LONG_TIMEOUT - 1);
 	if (p->wait_ms)
 		usleep(p->wait_ms * 1000);
 	build(&f, p);
 	read_slot_sum(stats_fd, ncpus, in->slot, before);
 	rule_counts(rb);
+	if (p->before == CHURN) /* last: the tenth must not end before the packet */
+		set_churn(jiffies_now(), skel->rodata->xdpr_flt_churn_n - 1);
 	err = run_frame(prog_fd, in->ifindex, &f, &out, &verdict);
 	if (err) {
 		note("packet %d: BPF_PROG_TEST_RUN: %s", k + 1, strerror(-err));
@@ -890,7 +957,9 @@ int main(void)
 	skel = xdpr_bpf__open();
 	if (!skel)
 		die("cannot open the XDP program: %s", strerror(errno));
-	skel->rodata->xdpr_hz = xdpr_kernel_hz(); /* as the loader sets it: copies live a tenth of a second */
+	/* as the loader sets them: copies live a second (a tenth in churn) */
+	skel->rodata->xdpr_hz = xdpr_kernel_hz();
+	skel->rodata->xdpr_flt_churn_n = XDPR_FLT_CHURN_N(libbpf_num_possible_cpus());
 	if (xdpr_bpf__load(skel))
 		die("cannot load the XDP program: %s", strerror(errno));
 	prog_fd = bpf_program__fd(skel->progs.xdpr_main);
@@ -908,6 +977,8 @@ int main(void)
 		bool ok = true;
 
 		install(c, i & 1); /* both slots */
+		set_udp_timeout(XDPR_DEF_UDP);
+		set_churn(0, 0); /* no churn: copies live a second */
 		for (int k = 0; k < 8 && memcmp(&c->p[k], &(struct pkt){}, sizeof(struct pkt)); k++)
 			ok &= run_pkt(c, k);
 		tap(ok, c->name, NULL);

@@ -206,7 +206,7 @@ ok "filter add proto icmp icmp-type 8 accept (for the NAT part)" xdpr filter add
 # ---- flows flush: a flow's state goes at once, with every CPU's copy of it
 # Replies stream from S every 4 ms; `filter flows flush` in the middle.  No
 # reply may reach C once the command has returned (a CPU's copy of the state
-# would otherwise carry the flow for up to a tenth of a second).
+# would otherwise carry the flow for up to a second).
 ok "filter add proto udp dport 7100 accept" xdpr filter add proto udp dport 7100 accept
 pkt "$C" c0 "$MAC_R0" 1 "IP(src='10.0.1.2', dst='10.0.2.2')/UDP(sport=40710, dport=7100)/Raw(b'open')"
 cap_start ffl "$C" c0 'udp and src port 7100' || fail "capture on c0 starts"
