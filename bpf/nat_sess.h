@@ -614,6 +614,26 @@ __noinline int nat_evict(void)
 /* ------------------------------------------------------------ creation */
 
 /*
+ * ct_insert, tried again while it finds the key's slot locked (-EBUSY).
+ * The lock's holder, another CPU inserting a half with the same first
+ * slot (often the same session: both CPUs saw its first packets), holds it
+ * for a few hundred ns, but an interrupt or the host can stop it there for
+ * tens of microseconds, longer than one ct_insert's spin (a few us): each
+ * try spins again, CT_BUSY_TRIES of them ~1 ms.  Inline: a frame of its own
+ * would put the creation's call chain over 512 bytes.
+ */
+#define CT_BUSY_TRIES 512
+
+static __always_inline long ct_insert_wait(const struct xdpr_ct_key *k, const struct xdpr_ct_val *v)
+{
+	long err = -EBUSY;
+
+	for (int i = 0; i < CT_BUSY_TRIES && err == -EBUSY; i++)
+		err = ct_insert(k, v);
+	return err;
+}
+
+/*
  * Insert the two halves of the request's session.  NAT_OK (q->out set),
  * or an event.  EEXIST is never "table full": the same session from
  * another CPU is adopted; an expired session of a former owner of the port
@@ -649,7 +669,7 @@ __noinline int nat_insert(void)
 	v->bind_gen = q->gen;
 
 	for (int tries = 0; tries < 2; tries++) {
-		err = ct_insert(ik, v);
+		err = ct_insert_wait(ik, v);
 		if (err != -EEXIST)
 			break;
 		old = ct_lookup(ik);
@@ -677,7 +697,7 @@ __noinline int nat_insert(void)
 		return err == -EEXIST ? XDPR_NE_NO_PORT : err == -EBUSY ? XDPR_NE_BUSY : XDPR_NE_TABLE_FULL;
 	v->xaddr = q->out_addr;
 	v->xport = q->port;
-	err = ct_insert(&q->key, v);
+	err = ct_insert_wait(&q->key, v);
 	if (err == -EEXIST) {
 		old = ct_lookup(&q->key);
 		if (old && old->xaddr == q->out_addr && old->xport == q->port) {
