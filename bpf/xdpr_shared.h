@@ -835,7 +835,7 @@ struct xdpr_flt_hot_set {
  * second would go through its share of the LRU table (BPF_F_NO_COMMON_LRU:
  * XDPR_FLT_FLOWS over the possible CPUs) in under two seconds, twice a
  * long copy's life.  The loader sets the program's xdpr_flt_churn_n from
- * the possible CPUs (xdpr_flt_churn_n()); without it, as for 64.
+ * the possible CPUs (xdpr_skel_prepare); without it, as for 64.
  */
 #define XDPR_FLT_CHURN_N(cpus) (XDPR_FLT_FLOWS / 20 / (cpus) ? XDPR_FLT_FLOWS / 20 / (cpus) : 1)
 

@@ -629,11 +629,11 @@ static double run_overlap_longest(const struct run_span *o, int n, double t0, do
  * dropped behind a stopped run of the other CPU (one of RUN_STALL or more
  * overlapping its own), and drop_nat_busy must count them all.  CPU c ran
  * n frames: verdicts v[c][i], ran r[c][i], spans sp[c][i].  Returns the
- * frames so excused, or -1 with the first unexcused one in why (the runs'
- * lengths: the evidence either way).
+ * frames so excused (noted, and added to *stalled), or -1 with the first
+ * unexcused one in why (the runs' lengths: the evidence either way).
  */
 static int busy_excused(const __u32 *const v[2], const bool *const r[2], const struct run_span *const sp[2],
-			int n, __u64 busy, char *why, size_t len)
+			int n, __u64 busy, int round, int *stalled, char *why, size_t len)
 {
 	int excused = 0;
 
@@ -659,6 +659,10 @@ static int busy_excused(const __u32 *const v[2], const bool *const r[2], const s
 			 (unsigned long long)busy);
 		return -1;
 	}
+	if (excused)
+		note("round %d: %d frame%s dropped as drop_nat_busy while the other CPU was stopped in a "
+		     "run (the datapath's bounded wait)", round, excused, excused == 1 ? "" : "s");
+	*stalled += excused;
 	return excused;
 }
 
@@ -842,16 +846,11 @@ static bool t_eim_two_cpus(void)
 		if (bytes_bad)
 			round_ok = false;
 		/* a frame not redirected: only a busy drop while the other CPU was stopped */
-		drops = busy_excused(v, r, sp, A_PEERS / 2, rdelta(&s0, &s1, XDPR_DROP_NAT_BUSY), why,
-				     sizeof(why));
+		drops = busy_excused(v, r, sp, A_PEERS / 2, rdelta(&s0, &s1, XDPR_DROP_NAT_BUSY), round + 1,
+				     &stalled, why, sizeof(why));
 		if (drops < 0) {
 			round_ok = false;
 			drops = 0;
-		} else if (drops) {
-			stalled += drops;
-			note("round %d: %d frame%s dropped as drop_nat_busy while the other CPU was "
-			     "stopped in a run (the datapath's bounded wait)", round + 1, drops,
-			     drops == 1 ? "" : "s");
 		}
 		peers = A_PEERS - drops;
 		nct = ct_halves();
@@ -1005,17 +1004,12 @@ static bool t_tuple_two_cpus(void)
 			round_ok = false;
 		}
 		/* a frame not redirected: only a busy drop while the other CPU was stopped */
-		drops = busy_excused(v, r, sp, B_SENDS, rdelta(&s0, &s1, XDPR_DROP_NAT_BUSY), why,
-				     sizeof(why));
+		drops = busy_excused(v, r, sp, B_SENDS, rdelta(&s0, &s1, XDPR_DROP_NAT_BUSY), round + 1,
+				     &stalled, why, sizeof(why));
 		if (drops < 0) {
 			dropped_rounds++;
 			round_ok = false;
 			drops = 0;
-		} else if (drops) {
-			stalled += drops;
-			note("round %d: %d frame%s dropped as drop_nat_busy while the other CPU was "
-			     "stopped in a run (the datapath's bounded wait)", round + 1, drops,
-			     drops == 1 ? "" : "s");
 		}
 		if (nfwd + drops != 2 * B_SENDS)
 			round_ok = false;
