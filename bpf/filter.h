@@ -718,6 +718,15 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 	return XDPR_FS_INVALID;
 }
 
+/* The state V of fp->key was just kept: counted for churn, copied for this CPU, marked as this packet's. */
+static __always_inline void flt_state_made(const struct xdpr_cfg *cfg, struct flt_pkt *fp,
+					   const struct xdpr_flt_flow *v)
+{
+	flt_churn_note();
+	flt4_hot_fill(cfg, &fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
+	fp->made = 1;
+}
+
 /*
  * Keep the state V of the new flow in fp->key.  Another CPU may have
  * classified the flow's first packet at the same instant and kept its
@@ -735,17 +744,12 @@ static __always_inline void flt_add_state(const struct xdpr_cfg *cfg, struct flt
 	if (fp->stale) {
 		f = nat_lookup(&xdpr_flt_flows, &fp->key);
 		if (!f || f->created == fp->stale_created) {
-			if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY)) {
-				flt_churn_note();
-				flt4_hot_fill(cfg, &fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
-				fp->made = 1;
-			}
+			if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_ANY))
+				flt_state_made(cfg, fp, v);
 			return;
 		}
 	} else if (!nat_update(&xdpr_flt_flows, &fp->key, v, BPF_NOEXIST)) {
-		flt_churn_note();
-		flt4_hot_fill(cfg, &fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
-		fp->made = 1;
+		flt_state_made(cfg, fp, v);
 		return;
 	} else {
 		f = nat_lookup(&xdpr_flt_flows, &fp->key);
