@@ -279,6 +279,15 @@ static const struct fcase cases[] = {
 	      .reason = XDPR_FWD } } },
 	{ "traffic for the router itself never meets the filter", DROP, { NULL },
 	  { { .dst = "10.0.2.1", .reason = XDPR_PASS_FIB_NOT_FWDED }, { .ip = 6, .dst = "2001:db8:1::1", .reason = XDPR_PASS_FIB_NOT_FWDED } } },
+	/* their states forgotten, only a copy passes a packet without rule 1 counting it */
+	{ "IPv4: each of a set's three ways passes its own flow, and no other", DROP, { "proto udp dport 53 accept" },
+	  { { .way = 1, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .way = 2, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .way = 3, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .before = FORGET, .way = 3, .reason = XDPR_FWD },
+	    { .way = 2, .reason = XDPR_FWD },
+	    { .way = 1, .reason = XDPR_FWD },
+	    { .way = 4, .reason = XDPR_FWD, .rule = 1 } } },
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
