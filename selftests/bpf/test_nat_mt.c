@@ -776,13 +776,16 @@ static bool t_eim_two_cpus(void)
 	long frames = 0, not_fwd = 0, wrong_bytes = 0, not_run = 0;
 	bool ok = true, threads_ok = true;
 	char buf[512], why[256];
-	const __u32 *const v[2] = { t[0].verdict, t[1].verdict };
-	const bool *const r[2] = { t[0].ran, t[1].ran };
-	const struct run_span *const sp[2] = { t[0].sp, t[1].sp };
+	const __u32 *v[2];
+	const bool *r[2];
+	const struct run_span *sp[2];
 
 	if (!t)
 		die("out of memory");
 	for (int c = 0; c < 2; c++) {
+		v[c] = t[c].verdict; /* busy_excused's view of both threads */
+		r[c] = t[c].ran;
+		sp[c] = t[c].sp;
 		t[c].n = A_PEERS / 2;
 		for (int i = 0; i < t[c].n; i++)
 			frame_in(&t[c].in[i], ip(IN2), A_SPORT, a_peer(c * (A_PEERS / 2) + i));
@@ -943,12 +946,17 @@ static bool t_tuple_two_cpus(void)
 	struct evs evsum = {};
 	__u64 rsum[XDPR_REASON_MAX] = { 0 };
 	char buf[512], why[256];
-	const __u32 *const v[2] = { t[0].verdict, t[1].verdict };
-	const bool *const r[2] = { t[0].ran, t[1].ran };
-	const struct run_span *const sp[2] = { t[0].sp, t[1].sp };
+	const __u32 *v[2];
+	const bool *r[2];
+	const struct run_span *sp[2];
 
 	if (!t)
 		die("out of memory");
+	for (int c = 0; c < 2; c++) { /* busy_excused's view of both threads */
+		v[c] = t[c].verdict;
+		r[c] = t[c].ran;
+		sp[c] = t[c].sp;
+	}
 	frame_in(&in, ip(IN2), B_SPORT, ip(REM));
 	t[0].in = t[1].in = &in;
 	snap_take(&c0);
