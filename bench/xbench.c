@@ -6,6 +6,8 @@
  *       smac MAC dmac MAC src ADDR dst ADDR   (required; IPv4 or IPv6)
  *       proto udp|tcp  dport N  ttl N  size BYTES|imix  flows N|new
  *       dports 4096|1  reverse 0|1  secs S  count N  rate PPS  cpus LIST  batch N
+ *       loop A,B   a veth pair for the loop, where the kernel refuses live
+ *                  frames (gen.bpf.c; one CPU, the first of cpus)
  *   xbench attach sink DEV [KEY VAL]...
  *   xbench attach minfwd DEV [DEV]...  minimal forwarder, redirect map = the DEVs
  *   xbench detach DEV [DEV]...
@@ -28,8 +30,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/if_link.h>
+#include <linux/if_packet.h>
 #include <linux/in.h>
 #include <net/if.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -189,15 +193,136 @@ static void *gen_run(void *arg)
 	return NULL;
 }
 
+/*
+ * Does the kernel run live frames?  0, or the errno of a one-frame run of
+ * xb_drop (which sends nothing).
+ */
+static int gen_live_errno(struct xb_gen_bpf *skel, __u32 ifindex)
+{
+	char frame[64] = {};
+	struct xdp_md md = { .data = 0, .data_end = sizeof(frame), .ingress_ifindex = ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = sizeof(frame),
+		    .ctx_in = &md, .ctx_size_in = sizeof(md), .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+		    .repeat = 1);
+
+	return bpf_prog_test_run_opts(bpf_program__fd(skel->progs.xb_drop), &o) ? errno : 0;
+}
+
+#define GEN_LOOP_SEEDS 200 /* frames in the loop: enough for a NAPI budget, within a veth ring (256) */
+
+/* Send n frames of len bytes (zeros: xb_loop writes them) into the loop at A. */
+static int gen_loop_seed(int fd, __u32 ia, const void *frame, __u32 len, int n)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = ia, .sll_halen = 6 };
+
+	for (int i = 0; i < n; i++)
+		if (sendto(fd, frame, len, 0, (struct sockaddr *)&sll, sizeof(sll)) != (ssize_t)len)
+			return fail(1, "gen: seed the loop: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * The loop (gen.bpf.c): xb_loop on A and B, copies out of out_if; seeded
+ * from this thread, pinned to cpu (bench/run pins A's and B's NAPI threads
+ * there).  Until secs have passed, count frames went (0: no count), or a
+ * signal; seeded again when it dies out (a full ring drops its frames).
+ * *t0, *t1: when it started and stopped.
+ */
+static int gen_loop(struct xb_gen_bpf *skel, const char *devs, __u32 out_if, __u32 len, int cpu,
+		    double secs, __u64 count, double *t0, double *t1)
+{
+	struct bpf_link *la = NULL, *lb = NULL;
+	char a[IF_NAMESIZE] = "", *b, *frame = NULL;
+	__u32 ia, ib, key;
+	__u64 rounds = 0;
+	double moved;
+	int fd = -1, err = 1, seeds = 0;
+	struct timespec ts;
+	cpu_set_t set;
+
+	b = strchr(devs, ',');
+	if (!b || b == devs || (size_t)(b - devs) >= sizeof(a) || !b[1])
+		return fail(2, "gen: loop needs two devices, \"loop A,B\"");
+	memcpy(a, devs, b - devs);
+	b++;
+	if (dev_index(a, &ia) || dev_index(b, &ib))
+		return 1;
+	key = 0;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.gen_out_a), &key, &ia, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.gen_out_b), &key, &ib, BPF_ANY))
+		return fail(1, "gen: loop maps: %s", strerror(errno));
+	key = 1;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.gen_out_a), &key, &out_if, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.gen_out_b), &key, &out_if, BPF_ANY))
+		return fail(1, "gen: loop maps (out): %s", strerror(errno));
+	skel->bss->loop_a = ia;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return fail(1, "gen: CPU %d: %s", cpu, strerror(errno));
+	frame = calloc(1, len);
+	if (!frame)
+		return fail(1, "out of memory");
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	skel->bss->loop_end_ns = ts.tv_sec * 1000000000ull + ts.tv_nsec + (__u64)(secs * 1e9);
+	skel->bss->loop_count = count;
+	skel->bss->loop_stop = 0;
+	la = bpf_program__attach_xdp(skel->progs.xb_loop, ia);
+	if (!la) {
+		fail(1, "gen: attach the loop to \"%s\": %s", a, strerror(errno));
+		goto out;
+	}
+	lb = bpf_program__attach_xdp(skel->progs.xb_loop, ib);
+	if (!lb) {
+		fail(1, "gen: attach the loop to \"%s\": %s", b, strerror(errno));
+		goto out;
+	}
+	fd = socket(AF_PACKET, SOCK_RAW, 0);
+	if (fd < 0) {
+		fail(1, "gen: packet socket: %s", strerror(errno));
+		goto out;
+	}
+	*t0 = moved = now();
+	if (gen_loop_seed(fd, ia, frame, len, GEN_LOOP_SEEDS))
+		goto out;
+	while (!stop && !skel->bss->loop_stop && now() < *t0 + secs) {
+		usleep(10000);
+		if (skel->bss->loop_rounds != rounds) {
+			rounds = skel->bss->loop_rounds;
+			moved = now();
+		} else if (now() - moved > 0.1) {
+			/* died out: the veth rings dropped every frame in it */
+			if (++seeds > 100) {
+				fail(1, "gen: the loop %s does not keep going (seeded 100 times)", devs);
+				goto out;
+			}
+			if (gen_loop_seed(fd, ia, frame, len, GEN_LOOP_SEEDS))
+				goto out;
+			moved = now();
+		}
+	}
+	*t1 = now();
+	err = 0;
+out:
+	skel->bss->loop_stop = 1;
+	usleep(10000); /* what is in the rings drops */
+	bpf_link__destroy(lb);
+	bpf_link__destroy(la);
+	if (fd >= 0)
+		close(fd);
+	free(frame);
+	return err;
+}
+
 static const __u32 imix[GEN_MAX_SIZES] = { 64, 64, 64, 64, 64, 64, 64, 576, 576, 576, 576, 1500 };
 
 static int cmd_gen(int argc, char **argv)
 {
-	const char *dev = argv[0], *cpus = "0";
+	const char *dev = argv[0], *cpus = "0", *loop = NULL, *mode = "live";
 	struct gen_thread th[GEN_MAX_THREADS] = {};
 	__u8 smac[6], dmac[6], saddr[16], daddr[16], ttl = 64, *frame = NULL;
-	int v6 = -1, dv6, nth = 0, hdr, err = 1, ncpu;
-	double secs = 5, rate = 0, t0, t1;
+	int v6 = -1, dv6, nth = 0, hdr, err = 1, ncpu, live;
+	double secs = 5, rate = 0, t0 = 0, t1 = 0;
 	struct gen_ctr *ctr = NULL, sum = {};
 	struct xb_gen_bpf *skel = NULL;
 	struct gen_cfg *cfg;
@@ -255,6 +380,8 @@ static int cmd_gen(int argc, char **argv)
 			batch = atoi(v);
 		else if (!strcmp(k, "cpus") && strlen(v) < sizeof(list))
 			cpus = v;
+		else if (!strcmp(k, "loop"))
+			loop = v;
 		else {
 			err = fail(2, "gen: bad argument \"%s %s\"", k, v);
 			goto out;
@@ -335,6 +462,22 @@ static int cmd_gen(int argc, char **argv)
 	skel->bss->cfg.gap_ns = rate > 0 ? (__u64)(1e9 * nth / rate) : 0;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	if ((live = gen_live_errno(skel, ifindex)) == EPERM && loop) {
+		if (nth != 1) {
+			err = fail(2, "gen: the loop (this kernel refuses live frames) runs on one CPU, not \"%s\"",
+				   cpus);
+			goto out;
+		}
+		mode = "loop";
+		if (gen_loop(skel, loop, ifindex, maxlen, th[0].cpu, secs, count, &t0, &t1))
+			goto out;
+		goto count;
+	}
+	if (live) {
+		fail(1, "gen: live XDP frames (BPF_F_TEST_XDP_LIVE_FRAMES): %s%s", strerror(live),
+		     live == EPERM ? "; this kernel refuses them: give \"loop A,B\" (bench/README.md)" : "");
+		goto out;
+	}
 	t0 = now();
 	for (int i = 0; i < nth; i++) {
 		th[i].prog_fd = bpf_program__fd(skel->progs.xb_gen);
@@ -359,6 +502,7 @@ static int cmd_gen(int argc, char **argv)
 			fail(1, "generator thread on CPU %d: %s", th[i].cpu, strerror(th[i].err));
 			goto out;
 		}
+count:
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.gen_ctr), &key, ctr)) {
 		fail(1, "read generator counters: %s", strerror(errno));
 		goto out;
@@ -369,9 +513,9 @@ static int cmd_gen(int argc, char **argv)
 		sum.bytes += ctr[c].bytes;
 	}
 	printf("{\"sent\":%llu,\"bytes\":%llu,\"runs\":%llu,\"aborted\":%llu,\"secs\":%.6f,"
-	       "\"pps\":%.0f,\"threads\":%d}\n",
+	       "\"pps\":%.0f,\"threads\":%d,\"mode\":\"%s\"}\n",
 	       sum.packets, sum.bytes, sum.seq, sum.seq - sum.packets, t1 - t0,
-	       sum.packets / (t1 - t0), nth);
+	       sum.packets / (t1 - t0), nth, mode);
 	err = 0;
 out:
 	free(ctr);
