@@ -55,6 +55,21 @@ static long wait_cb(__u64 i, void *due)
 }
 
 /*
+ * The schedule pace() and xb_loop share: 1 when a frame at now is early
+ * (its time c->due not come; nothing moves), else 0 and the next frame's
+ * time set a gap on (from now when the schedule restarts).
+ */
+static __always_inline int pace_early(struct gen_ctr *c, __u64 now)
+{
+	if (!c->due || now > c->due + 64 * cfg.gap_ns)
+		c->due = now;
+	else if (now < c->due)
+		return 1;
+	c->due += cfg.gap_ns;
+	return 0;
+}
+
+/*
  * A capped rate: each frame waits for its time, gap_ns after the one
  * before.  xbench paces by system calls too, but a live-frames call costs
  * ~25 ms of set-up on this kernel (its page pool), so small calls cannot
@@ -66,16 +81,12 @@ static long wait_cb(__u64 i, void *due)
  */
 static __always_inline void pace(struct gen_ctr *c)
 {
-	__u64 now = bpf_ktime_get_ns();
-
-	if (!c->due || now > c->due + 64 * cfg.gap_ns)
-		c->due = now;
-	else if (now < c->due) {
+	if (pace_early(c, bpf_ktime_get_ns())) {
 		__u64 due = c->due; /* bpf_loop's context lives on the stack */
 
 		bpf_loop(1 << 23, wait_cb, &due, 0);
+		c->due += cfg.gap_ns;
 	}
-	c->due += cfg.gap_ns;
 }
 
 /*
@@ -245,8 +256,8 @@ int xb_drop(struct xdp_md *ctx)
 /*
  * A frame came round: its time not come yet (the rate), once more round
  * the loop; else the next frame's headers written into it and it goes out
- * of g0, a copy back into the loop.  The pace as in pace(), without the
- * wait: going round is the wait.
+ * of g0, a copy back into the loop.  The schedule is pace()'s
+ * (pace_early), without the wait: going round is the wait.
  */
 SEC("xdp")
 int xb_loop(struct xdp_md *ctx)
@@ -264,13 +275,8 @@ int xb_loop(struct xdp_md *ctx)
 		loop_stop = 1;
 		return XDP_DROP;
 	}
-	if (cfg.gap_ns) {
-		if (!c->due || now > c->due + 64 * cfg.gap_ns)
-			c->due = now;
-		else if (now < c->due)
-			return XDP_TX;
-		c->due += cfg.gap_ns;
-	}
+	if (cfg.gap_ns && pace_early(c, now))
+		return XDP_TX;
 	if (gen_frame(ctx, c, c->seq++))
 		return XDP_TX; /* counted as aborted; the frame stays in the loop */
 	if (ctx->ingress_ifindex == loop_a)

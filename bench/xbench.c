@@ -471,7 +471,7 @@ static int cmd_gen(int argc, char **argv)
 		mode = "loop";
 		if (gen_loop(skel, loop, ifindex, maxlen, th[0].cpu, secs, count, &t0, &t1))
 			goto out;
-		goto count;
+		goto report;
 	}
 	if (live) {
 		fail(1, "gen: live XDP frames (BPF_F_TEST_XDP_LIVE_FRAMES): %s%s", strerror(live),
@@ -502,7 +502,7 @@ static int cmd_gen(int argc, char **argv)
 			fail(1, "generator thread on CPU %d: %s", th[i].cpu, strerror(th[i].err));
 			goto out;
 		}
-count:
+report:
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.gen_ctr), &key, ctr)) {
 		fail(1, "read generator counters: %s", strerror(errno));
 		goto out;
