@@ -28,15 +28,25 @@ is equivalent to the list whatever the order.
 
 The traffic (defaults: the bench's IPv4 UDP): sources 10.71.1.2 (established
 flows) and 10.72.0.0/16 (new flows), destination 10.71.2.2, source ports
-10000-59999, destination port 9, in dev IN, out dev OUT.
+10000-59999, destination port 9, in dev IN, out dev OUT.  With -6 (the
+bench's -6): 2001:db8:71:1::2 and 2001:db8:72::/112 to 2001:db8:71:2::2, the
+same shapes with IPv6 prefixes (/16 to /128, in 2000::/3) and ICMPv6.
 """
 import argparse
 import ipaddress
 import random
 import sys
 
-TRAFFIC_SRC = [ipaddress.ip_network("10.71.1.2/32"), ipaddress.ip_network("10.72.0.0/16")]
-TRAFFIC_DST = [ipaddress.ip_network("10.71.2.2/32")]
+# the traffic, per family: sources, destinations, the final accept's destination
+TRAFFIC = {
+    4: {"src": [ipaddress.ip_network("10.71.1.2/32"), ipaddress.ip_network("10.72.0.0/16")],
+        "dst": [ipaddress.ip_network("10.71.2.2/32")], "final": ipaddress.ip_network("10.71.2.0/24"),
+        "icmp": "icmp"},
+    6: {"src": [ipaddress.ip_network("2001:db8:71:1::2/128"), ipaddress.ip_network("2001:db8:72::/112")],
+        "dst": [ipaddress.ip_network("2001:db8:71:2::2/128")],
+        "final": ipaddress.ip_network("2001:db8:71:2::/64"), "icmp": "icmpv6"},
+}
+FAM = 4  # set by -6
 SPORT = (10000, 59999)
 DPORT = 9
 TCP_SERVICES = [21, 22, 23, 25, 53, 80, 110, 135, 139, 143, 443, 445, 465, 587, 993, 995, 1433,
@@ -57,17 +67,23 @@ class Gen:
         self.dev_out = dev_out    # the traffic's egress device
 
     def plen(self):
-        # blocklists are mostly /24 and /32, some wide, some odd
+        # blocklists are mostly /24 and /32, some wide, some odd (IPv6: /48, /64 and /128)
+        if FAM == 6:
+            return self.r.choice([16, 19, 24, 29, 32, 32, 36, 40, 44, 48, 48, 48, 48, 56, 56, 64,
+                                  64, 64, 64, 96, 112, 120, 128, 128, 128, 128])
         return self.r.choice([8, 12, 16, 16, 19, 20, 22, 24, 24, 24, 24, 26, 28, 29, 30,
                               32, 32, 32, 32, 32])
 
     def prefix(self, avoid):
         """A prefix that contains no traffic address in avoid."""
+        width = 128 if FAM == 6 else 32
         while True:
             plen = self.plen()
-            addr = self.r.getrandbits(32)
-            net = ipaddress.ip_network((addr >> (32 - plen) << (32 - plen), plen))
-            if net.is_multicast or net.network_address.packed[0] in (0, 127) or net.prefixlen == 0:
+            addr = self.r.getrandbits(width)
+            if FAM == 6:
+                addr = addr & ((1 << 125) - 1) | (1 << 125)  # 2000::/3, global unicast
+            net = ipaddress.ip_network((addr >> (width - plen) << (width - plen), plen))
+            if net.is_multicast or net.prefixlen == 0 or (FAM == 4 and net.network_address.packed[0] in (0, 127)):
                 continue
             if not overlaps(net, avoid):
                 return net
@@ -75,18 +91,19 @@ class Gen:
     def near(self, nets):
         """A prefix that contains a traffic address (the rule fails elsewhere)."""
         a = int(self.r.choice(nets).network_address)
-        plen = self.r.choice([8, 10, 12, 16, 20, 24])
-        return ipaddress.ip_network((a >> (32 - plen) << (32 - plen), plen))
+        width = 128 if FAM == 6 else 32
+        plen = self.r.choice([16, 24, 32, 40, 48, 56] if FAM == 6 else [8, 10, 12, 16, 20, 24])
+        return ipaddress.ip_network((a >> (width - plen) << (width - plen), plen))
 
     def src(self, may_cover=False):
         if may_cover and self.r.random() < 0.25:
-            return self.near(TRAFFIC_SRC)
-        return self.prefix(TRAFFIC_SRC)
+            return self.near(TRAFFIC[FAM]["src"])
+        return self.prefix(TRAFFIC[FAM]["src"])
 
     def dst(self, may_cover=False):
         if may_cover and self.r.random() < 0.25:
-            return self.near(TRAFFIC_DST)
-        return self.prefix(TRAFFIC_DST)
+            return self.near(TRAFFIC[FAM]["dst"])
+        return self.prefix(TRAFFIC[FAM]["dst"])
 
     def ports(self, services, avoid=None):
         """A service port or a range (as (lo, hi)), never containing avoid (a (lo, hi))."""
@@ -122,7 +139,7 @@ class Gen:
             return {"src": self.src(True), "dst": self.dst(True), "proto": "udp",
                     "dport": self.ports(UDP_SERVICES, (DPORT, DPORT))}
         if k < 0.87:
-            return {"src": self.src(True), "proto": "icmp"}
+            return {"src": self.src(True), "proto": TRAFFIC[FAM]["icmp"]}
         if k < 0.90:
             return {"src": self.src(True), "proto": str(r.choice(OTHER_PROTOS))}
         if k < 0.95:
@@ -141,10 +158,6 @@ class Gen:
         return rule
 
 
-FINAL = {"dst": ipaddress.ip_network("10.71.2.0/24"), "proto": "udp", "dport": (DPORT, DPORT),
-         "action": "accept"}
-
-
 def rules(n, kind, seed, dev_in, dev_out):
     g = Gen(seed, dev_in, dev_out)
     out = []
@@ -152,7 +165,7 @@ def rules(n, kind, seed, dev_in, dev_out):
         rule = g.mixed() if kind == "mixed" else g.same()
         rule["action"] = "drop"
         out.append(rule)
-    return out + [dict(FINAL)]
+    return out + [{"dst": TRAFFIC[FAM]["final"], "proto": "udp", "dport": (DPORT, DPORT), "action": "accept"}]
 
 
 def prange(p):
@@ -174,10 +187,11 @@ def nft_match(rule):
         w.append('iif "%s"' % rule["in"])
     if "out" in rule:
         w.append('oif "%s"' % rule["out"])
+    ip = "ip6" if FAM == 6 else "ip"
     if "src" in rule:
-        w.append("ip saddr %s" % rule["src"])
+        w.append("%s saddr %s" % (ip, rule["src"]))
     if "dst" in rule:
-        w.append("ip daddr %s" % rule["dst"])
+        w.append("%s daddr %s" % (ip, rule["dst"]))
     p = rule.get("proto")
     if p in ("tcp", "udp") and ("sport" in rule or "dport" in rule):
         for k in ("sport", "dport"):
@@ -294,8 +308,8 @@ def disjoint_parts(group, fields):
         return [[box_elem(b, fields) for b in sorted(out, key=str)]]
 
     def bucket(b):
-        # addresses are never wider than /8: overlapping ones share the first byte
-        return tuple(b[i][0] >> 24 if fields[i][0] in ("src", "dst") else
+        # addresses are never wider than /8 (IPv6: /16): overlapping ones share the first byte (two)
+        return tuple(b[i][0] >> (112 if FAM == 6 else 24) if fields[i][0] in ("src", "dst") else
                      (0 if i in idx else b[i]) for i in range(len(b)))
 
     def rel(a, b):  # 2: a inside b, 1: they overlap, 0: disjoint
@@ -329,7 +343,7 @@ def box_elem(b, fields):
     for (k, _, _), x in zip(fields, b):
         if k in ("src", "dst"):
             lo, hi = x
-            plen = 32 - (hi - lo + 1).bit_length() + 1
+            plen = (128 if FAM == 6 else 32) - (hi - lo + 1).bit_length() + 1
             v.append("%s/%d" % (ipaddress.ip_address(lo), plen))
         elif k in ("sport", "dport"):
             v.append(prange(tuple(x)))
@@ -367,7 +381,7 @@ def accepts(rule, f, pkt):
     if f in ("sport", "dport"):
         return v[0] <= pkt[f] <= v[1]
     if f == "proto":
-        return {"tcp": 6, "udp": 17, "icmp": 1}.get(v, None) == pkt[f] or v == str(pkt[f])
+        return {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}.get(v, None) == pkt[f] or v == str(pkt[f])
     return v == pkt[f]
 
 
@@ -468,14 +482,23 @@ def main():
     ap.add_argument("--table", default="xbench_flt")
     ap.add_argument("--src", default="10.71.1.2", help="analyze: the packet's source")
     ap.add_argument("--sport", type=int, default=10000)
+    ap.add_argument("-6", dest="v6", action="store_true", help="IPv6 rules and traffic (not for copies)")
     a = ap.parse_args()
+    if a.v6:
+        global FAM, SET_FIELDS
+        FAM = 6
+        SET_FIELDS = [(k, m.replace("ip ", "ip6 "), t.replace("ipv4", "ipv6")) for k, m, t in SET_FIELDS]
+        if a.what == "copies":
+            ap.error("copies: the per-CPU copies are IPv4 only")
+        if a.src == "10.71.1.2":
+            a.src = "2001:db8:71:1::2"
     if a.what == "copies":
         r = copies(int(a.n), a.src, a.sport)
         print("{" + ",".join('"%s":%s' % (k, round(v, 4) if isinstance(v, float) else v)
                              for k, v in r.items()) + "}")
         return
     if a.what == "analyze":
-        pkt = {"src": ipaddress.ip_address(a.src), "dst": ipaddress.ip_address("10.71.2.2"),
+        pkt = {"src": ipaddress.ip_address(a.src), "dst": TRAFFIC[FAM]["dst"][0].network_address,
                "sport": a.sport, "dport": DPORT, "proto": 17, "in": a.dev_in, "out": a.dev_out,
                "state": "new"}
         r = analyze(a.n, pkt)
