@@ -67,6 +67,8 @@ struct flt_pkt {
 	__u8 nokey;         /* 1: no ports to key a flow by (a later fragment) */
 	__u8 icmp_err;      /* an ICMP / ICMPv6 error */
 	__u8 frag;          /* IPv4: a fragment; frag_key says which */
+	__u8 fill6;         /* IPv6: the state flt_track found or made has seen this direction: copy it */
+	__u8 fill6_bits;    /* that state's bits (its copy's life) */
 	__u32 bytes;        /* frame length, for the rule counters */
 	__u8 keyed;         /* flt_track: key holds this packet's flow (a new one gets state) */
 	__u8 from_a;        /* flt_track: the packet comes from key's endpoint a */
@@ -210,6 +212,14 @@ const volatile __u32 xdpr_flt_churn_n = XDPR_FLT_CHURN_N(64);
 __u32 xdpr_flt_epoch;
 __u64 xdpr_flt_churn_until;
 
+/* This CPU's copy set k: NULL on a CPU beyond the map's regions (the flow table decides). */
+static __always_inline struct xdpr_flt_hot_set *hot_set(__u32 k)
+{
+	__u32 i = bpf_get_smp_processor_id() << XDPR_FLT_HOT_BITS | k;
+
+	return bpf_map_lookup_elem(&xdpr_flt_hot, &i);
+}
+
 /* The generation copies are made and read under: a flush, or churn starting, moves it. */
 static __always_inline __u32 hot_gen_now(const struct xdpr_cfg *cfg)
 {
@@ -293,7 +303,7 @@ static __always_inline void flt4_hot_fill(const struct xdpr_cfg *cfg, const stru
 	d = from_a ? b : a;
 	ports = from_a ? xdpr_flt_hot_ports(k->pa, k->pb) : xdpr_flt_hot_ports(k->pb, k->pa);
 	i = xdpr_flt_hot_set_of(s, d, ports, k->proto);
-	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
+	set = hot_set(i);
 	if (!set)
 		return;
 	if (set->gen != gen) {
@@ -397,7 +407,7 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 	d = p->iph->daddr;
 	ports = *(const __u32 *)l4;
 	k = xdpr_flt_hot_set_of(s, d, ports, p->proto);
-	set = bpf_map_lookup_elem(&xdpr_flt_hot, &k);
+	set = hot_set(k);
 	if (!set || set->gen != hot_gen_now(cfg))
 		return 0;
 	now = bpf_jiffies64();
@@ -421,6 +431,145 @@ static __always_inline int flt4_hot(const struct xdpr_cfg *cfg, const struct pkt
 	 * well be: the table first, as for a lapsed copy.
 	 */
 	return ask ? flt4_renew(s, d, ports, p->proto) : 0;
+}
+
+/* ---- per-CPU copies of established IPv6 flows (xdpr_shared.h, xdpr_flt_hot6) ---- */
+
+/* This CPU's way w of IPv6 copy set k: NULL on a CPU beyond the map's regions. */
+static __always_inline struct xdpr_flt_hot6 *hot6_way(__u32 k, __u32 w)
+{
+	__u32 i = ((bpf_get_smp_processor_id() << XDPR_FLT_HOT6_BITS | k) << 1) | (w & 1);
+
+	return bpf_map_lookup_elem(&xdpr_flt_hot6, &i);
+}
+
+/*
+ * The packet's tuple for a copy: IPv6 whose transport header (TCP, or UDP)
+ * follows the fixed header, and for a check (check) not a TCP segment with
+ * SYN, FIN or RST; 0 when it is not one.
+ */
+static __always_inline int hot6_tuple(struct xdp_md *ctx, struct ipv6hdr **ip6, __u32 *ports, int check)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
+	__u8 *l4 = (__u8 *)(ip6h + 1);
+	__u32 plen;
+
+	if ((void *)(ip6h + 1) > end)
+		return 0;
+	plen = bpf_ntohs(ip6h->payload_len); /* the caller checked it against the frame */
+	if (ip6h->nexthdr == IPPROTO_TCP) {
+		if (plen < 20 || (void *)(l4 + 20) > end || (check && (l4[13] & (TCPF_SYN | TCPF_FIN | TCPF_RST))))
+			return 0; /* cut short, or may start, end or reopen a connection */
+	} else if (ip6h->nexthdr != IPPROTO_UDP || plen < 8 || (void *)(l4 + 8) > end) {
+		return 0;
+	}
+	*ip6 = ip6h;
+	*ports = *(const __u32 *)l4;
+	return 1;
+}
+
+static __always_inline int hot6_is(const struct xdpr_flt_hot6 *e, const struct ipv6hdr *ip6h, __u32 ports)
+{
+	const __be32 *s = ip6h->saddr.in6_u.u6_addr32, *d = ip6h->daddr.in6_u.u6_addr32;
+
+	return e->proto == ip6h->nexthdr && e->ports == ports && e->s[0] == s[0] && e->s[1] == s[1] &&
+	       e->s[2] == s[2] && e->s[3] == s[3] && e->d[0] == d[0] && e->d[1] == d[1] && e->d[2] == d[2] &&
+	       e->d[3] == d[3];
+}
+
+/*
+ * An IPv6 packet the filter would judge (its view not built yet): 1 when it
+ * passes on this CPU's live copy of its direction's state (established,
+ * changes nothing), 0 when the filter step decides.  Global: its own
+ * stack, off the filter's call chain.
+ */
+__noinline int flt6_hot(struct xdp_md *ctx)
+{
+	struct ipv6hdr *ip6h = NULL;
+	struct xdpr_cfg *cfg;
+	__u32 zero = 0, ports = 0, k, gen, now;
+
+	if (!ctx || !hot6_tuple(ctx, &ip6h, &ports, 1) || !ip6h)
+		return 0;
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (!cfg || (cfg->flt_slot & XDPR_FLT_SLOT_SEE_EST))
+		return 0; /* rules see established packets: they are classified */
+	k = xdpr_flt_hot6_set_of(ip6h->saddr.in6_u.u6_addr32, ip6h->daddr.in6_u.u6_addr32, ports, ip6h->nexthdr);
+	gen = hot_gen_now(cfg);
+	now = bpf_jiffies64();
+#pragma unroll
+	for (int w = 0; w < XDPR_FLT_HOT6_WAYS; w++) {
+		const struct xdpr_flt_hot6 *e = hot6_way(k, w);
+
+		if (e && e->gen == gen && hot6_is(e, ip6h, ports))
+			return xdpr_flt_hot_live(e->until, now, xdpr_hz);
+	}
+	return 0;
+}
+
+/* flt_track found or made an IPv6 state (bits, orig_b) for a packet from key's endpoint a or not: ask for its copy. */
+static __always_inline void flt6_note(struct flt_pkt *fp, __u8 bits, __u8 orig_b, int from_a)
+{
+	if (fp->family == 6 && (bits & (from_a ^ orig_b ? XDPR_CT_SEEN_OUT : XDPR_CT_SEEN_IN))) {
+		fp->fill6 = 1;
+		fp->fill6_bits = bits;
+	}
+}
+
+/*
+ * After the filter step accepted an IPv6 packet: the copy flt_track asked
+ * for (flt_pkt.fill6), into the packet's own way, else the first free one
+ * (void, lapsed or never used: each such way is freed, so that a lapsed
+ * copy never reads live again when its clock wraps); none when both hold
+ * other live copies, or the generation moved since the table was read.
+ */
+__noinline int flt6_hot_fill(struct xdp_md *ctx)
+{
+	struct flt_pkt *fp = flt_scratch();
+	struct xdpr_flt_hot6 *e, *use = NULL, *free = NULL;
+	struct ipv6hdr *ip6h = NULL;
+	struct xdpr_cfg *cfg;
+	__u32 zero = 0, ports = 0, k, gen;
+	__u64 now = bpf_jiffies64();
+	__u32 t = now;
+
+	if (!ctx || !fp || !fp->fill6)
+		return 0;
+	fp->fill6 = 0;
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (!cfg || !hot6_tuple(ctx, &ip6h, &ports, 0) || !ip6h || ip6h->nexthdr != fp->proto)
+		return 0;
+	gen = hot_gen_now(cfg);
+	if (gen != fp->hot_gen)
+		return 0; /* a flush since the state was read: the copy would be void */
+	k = xdpr_flt_hot6_set_of(ip6h->saddr.in6_u.u6_addr32, ip6h->daddr.in6_u.u6_addr32, ports, ip6h->nexthdr);
+#pragma unroll
+	for (int w = 0; w < XDPR_FLT_HOT6_WAYS; w++) {
+		e = hot6_way(k, w);
+		if (!e)
+			return 0;
+		if (hot6_is(e, ip6h, ports)) {
+			use = e;
+			continue;
+		}
+		if (e->proto && e->gen == gen && xdpr_flt_hot_live(e->until, t, xdpr_hz))
+			continue; /* another flow's live copy */
+		e->proto = 0;
+		if (!free)
+			free = e;
+	}
+	if (!use)
+		use = free;
+	if (!use)
+		return 0; /* two live copies of other flows: they stay */
+	use->gen = gen;
+	use->until = t + hot_life(cfg, ip6h->nexthdr, fp->fill6_bits, now);
+	use->ports = ports;
+	use->proto = ip6h->nexthdr;
+	__builtin_memcpy(use->s, &ip6h->saddr, 16);
+	__builtin_memcpy(use->d, &ip6h->daddr, 16);
+	return 1;
 }
 
 /* ---- classification ---- */
@@ -694,8 +843,10 @@ __noinline int flt_track(__u32 see_est, __u64 now)
 				if (now - f->last_seen > NSEC)
 					f->last_seen = now; /* a shared line: at most once a second */
 				fp->keyed = 0;
-				if (!see_est)
+				if (!see_est) {
 					flt4_hot_fill(cfg, &fp->key, f->state, f->orig_b, from_a, fp->hot_gen);
+					flt6_note(fp, f->state, f->orig_b, from_a);
+				}
 				return see_est ? XDPR_FS_ESTABLISHED : FLT_PASS;
 			}
 		}
@@ -724,6 +875,7 @@ static __always_inline void flt_state_made(const struct xdpr_cfg *cfg, struct fl
 {
 	flt_churn_note();
 	flt4_hot_fill(cfg, &fp->key, v->state, v->orig_b, fp->from_a, fp->hot_gen);
+	flt6_note(fp, v->state, v->orig_b, fp->from_a);
 	fp->made = 1;
 }
 
@@ -865,7 +1017,7 @@ static __always_inline void flt_unkeep4(const struct iphdr *iph)
 	/* the copy made was of this packet's direction */
 	ports = fp->from_a ? xdpr_flt_hot_ports(fp->key.pa, fp->key.pb) : xdpr_flt_hot_ports(fp->key.pb, fp->key.pa);
 	i = xdpr_flt_hot_set_of(iph->saddr, iph->daddr, ports, fp->key.proto);
-	set = bpf_map_lookup_elem(&xdpr_flt_hot, &i);
+	set = hot_set(i);
 	if (!set)
 		return;
 	for (int w = 0; w < XDPR_FLT_HOT_WAYS; w++)

@@ -120,13 +120,27 @@ struct flt_flows_tab {
 
 NAT_OUTER(xdpr_flt_flows, flt_flows_tab);
 
-/* Per-CPU copies of established IPv4 flow states (xdpr_shared.h, struct xdpr_flt_hot). */
+/*
+ * Per-CPU copies of established IPv4 flow states (xdpr_shared.h, struct
+ * xdpr_flt_hot): CPU c's set k at c << XDPR_FLT_HOT_BITS | k, the loader
+ * sizes it for every possible CPU (xdpr_skel_prepare; one CPU's without).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE); /* values page-aligned: a set is one cache line */
 	__uint(max_entries, 1 << XDPR_FLT_HOT_BITS);
 	__type(key, __u32);
 	__type(value, struct xdpr_flt_hot_set);
 } xdpr_flt_hot SEC(".maps");
+
+/* The IPv6 copies (xdpr_shared.h, struct xdpr_flt_hot6), sized as xdpr_flt_hot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, XDPR_FLT_HOT6_WAYS << XDPR_FLT_HOT6_BITS);
+	__type(key, __u32);
+	__type(value, struct xdpr_flt_hot6);
+} xdpr_flt_hot6 SEC(".maps");
 
 /* This CPU's count of flow states made in the current tenth of a second (xdpr_shared.h, struct xdpr_flt_churn). */
 struct {

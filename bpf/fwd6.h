@@ -200,7 +200,7 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 			f = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
 			out_if = f == BPF_FIB_LKUP_RET_SUCCESS || f == BPF_FIB_LKUP_RET_NO_NEIGH ? fib->ifindex : 0;
 		}
-		if (out_if) {
+		if (out_if && (exthdr || !flt6_hot(ctx))) {
 			struct flt_pkt *fp;
 
 			f = filter6_view(ctx, l4off, l4proto, out_if);
@@ -214,7 +214,8 @@ __noinline int fwd_ip6(struct xdp_md *ctx, __u32 in_flags)
 			fp->l4off = l4off;
 			return STEP_FILTER;
 		}
-		if (redo)
+		/* with an egress, from here: established, on this CPU's copy of its state, on as fwd6_finish sends it */
+		if (!out_if && redo)
 			return step >= 0 ? step : fib_reason(fibrc);
 	}
 	if (step >= 0)

@@ -53,6 +53,7 @@ static __always_inline int fwd6_filtered(struct xdp_md *ctx, __u32 in_flags)
 	}
 	if (r >= 0)
 		return r;
+	flt6_hot_fill(ctx); /* accepted: this CPU's copy of its state, if the flow table found one */
 	return fwd6_exit(ctx, fwd6_finish(ctx, in_flags));
 }
 

@@ -817,7 +817,14 @@ struct xdpr_flt_hot_set {
 	struct xdpr_flt_hot e[3];
 };
 
-#define XDPR_FLT_HOT_BITS   13   /* 8192 sets of 3, 512 KiB per CPU */
+/*
+ * 8192 sets of 3, 512 KiB per CPU, in one ARRAY (CPU c's set k at
+ * c << XDPR_FLT_HOT_BITS | k) made BPF_F_MMAPABLE for its alignment: its
+ * values start on a page, so each set is one cache line.  A PERCPU_ARRAY's
+ * values are only 8-byte aligned: measured on 6.18, every set of one began
+ * 48 bytes into a line, and a packet's check read two lines.
+ */
+#define XDPR_FLT_HOT_BITS   13
 #define XDPR_FLT_HOT_WAYS   3
 /*
  * A short copy lives 1/XDPR_FLT_HOT_HZ_DIV s (a tenth): while the table
@@ -874,6 +881,43 @@ static inline __u32 xdpr_flt_hot_set_of(__be32 s, __be32 d, __u32 ports, __u8 pr
 	h ^= h >> 15;
 	h *= 0x2c1b3c6du;
 	return h >> (32 - XDPR_FLT_HOT_BITS);
+}
+
+/*
+ * IPv6 copies (xdpr_flt_hot6), as the IPv4 ones but one a cache line: the
+ * addresses take 32 bytes, so each way has its own line and its own
+ * generation.  Two ways a set (CPU c's set k, way w at
+ * (c << XDPR_FLT_HOT6_BITS | k) * 2 + w), 8192 sets: 1 MiB per CPU, in an
+ * mmapable ARRAY for its alignment.  Only a packet whose transport header
+ * follows the fixed header (no extension headers) is checked or copied.
+ * The check and the copy run in their own functions beside the filter step
+ * (flt6_hot, flt6_hot_fill); the flow table's lookup asks for the copy
+ * through the filter's scratch (flt_pkt.fill6).
+ */
+struct xdpr_flt_hot6 {
+	__u32 gen;          /* xdpr_cfg.flt_gen + xdpr_flt_epoch read before the table was */
+	__u32 until;        /* when it lapses: jiffies, low 32 bits */
+	__u32 ports;        /* the ports word as in the packet */
+	__u8 proto;         /* TCP or UDP; 0: a free way */
+	__u8 pad[3];
+	__be32 s[4];        /* source and destination, as in the packet */
+	__be32 d[4];
+	__u8 pad2[16];
+};
+
+#define XDPR_FLT_HOT6_BITS 13
+#define XDPR_FLT_HOT6_WAYS 2
+
+/* The set of an IPv6 direction's copy: the addresses folded, then as IPv4's. */
+static inline __u32 xdpr_flt_hot6_set_of(const __be32 *s, const __be32 *d, __u32 ports, __u8 proto)
+{
+	__u32 a = s[0] ^ s[1] * 0x27d4eb2fu ^ s[2] * 0x165667b1u ^ s[3];
+	__u32 b = d[0] ^ d[1] * 0x27d4eb2fu ^ d[2] * 0x165667b1u ^ d[3];
+	__u32 h = a * 0x9e3779b1u ^ b * 0x85ebca77u ^ ports * 0xc2b2ae3du ^ proto;
+
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	return h >> (32 - XDPR_FLT_HOT6_BITS);
 }
 
 /* An IPv4 fragment's identity (RFC 791): the filter's verdict on its first fragment applies. */
@@ -976,6 +1020,7 @@ _Static_assert(XDPR_REASON_MAX <= 64, "reason set fits a u64 mask");
 _Static_assert(sizeof(struct xdpr_flt_desc) == 88, "xdpr_flt_desc layout");
 _Static_assert(sizeof(struct xdpr_flt_rule) == 16 && sizeof(struct xdpr_flt_hdr) == 16, "filter records");
 _Static_assert(sizeof(struct xdpr_flt_hot) == 20 && sizeof(struct xdpr_flt_hot_set) == 64, "one cache line a set");
+_Static_assert(sizeof(struct xdpr_flt_hot6) == 64, "one cache line an IPv6 copy");
 _Static_assert(sizeof(struct xdpr_flt_lpm4) == 12 && sizeof(struct xdpr_flt_lpm6) == 24, "filter LPM keys");
 _Static_assert(sizeof(struct xdpr_flow_key) == 40 && sizeof(struct xdpr_flt_flow) == 32, "flow state");
 _Static_assert(sizeof(struct xdpr_flt_gc_cmd) == 16, "xdpr_flt_gc_cmd layout");

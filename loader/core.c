@@ -780,7 +780,10 @@ unsigned int xdpr_kernel_hz(void)
 	return hz;
 }
 
-/* Before the program loads: the tick rate, and the churn threshold for this machine's CPUs (xdpr_shared.h). */
+/*
+ * Before the program loads: the tick rate, the churn threshold for this
+ * machine's CPUs and the size of their copy sets (xdpr_shared.h).
+ */
 void xdpr_skel_prepare(struct xdpr_bpf *skel)
 {
 	int cpus = xdpr_ncpus();
@@ -788,6 +791,10 @@ void xdpr_skel_prepare(struct xdpr_bpf *skel)
 	skel->rodata->xdpr_hz = xdpr_kernel_hz();
 	if (cpus > 0)
 		skel->rodata->xdpr_flt_churn_n = XDPR_FLT_CHURN_N(cpus);
+	/* a region of copy sets for each possible CPU (xdpr_shared.h, xdpr_flt_hot) */
+	bpf_map__set_max_entries(skel->maps.xdpr_flt_hot, (__u32)(cpus > 0 ? cpus : 1) << XDPR_FLT_HOT_BITS);
+	bpf_map__set_max_entries(skel->maps.xdpr_flt_hot6,
+				 ((__u32)(cpus > 0 ? cpus : 1) << XDPR_FLT_HOT6_BITS) * XDPR_FLT_HOT6_WAYS);
 }
 
 int xdpr_percpu_zero(int fd, __u32 first, __u32 n)
@@ -1251,6 +1258,7 @@ int xdpr_run_prog(struct xdpr *x, const char *name, void *data, __u32 len, __u32
 	}
 	/* the program's own flow copies (a region per CPU) are no helper's business */
 	bpf_map__set_max_entries(skel->maps.xdpr_flt_hot, 1);
+	bpf_map__set_max_entries(skel->maps.xdpr_flt_hot6, 1);
 	bpf_object__for_each_program(p, skel->obj) {
 		bool me = !strcmp(bpf_program__name(p), name);
 

@@ -32,6 +32,7 @@
 #include <bpf/libbpf.h>
 #include "xdpr_shared.h"
 #include "libxdpr.h"
+#include "core.h"
 #include "xdpr.skel.h"
 #include "harness.h"
 #include "frame.h"
@@ -279,6 +280,49 @@ static const struct fcase cases[] = {
 	      .reason = XDPR_FWD } } },
 	{ "traffic for the router itself never meets the filter", DROP, { NULL },
 	  { { .dst = "10.0.2.1", .reason = XDPR_PASS_FIB_NOT_FWDED }, { .ip = 6, .dst = "2001:db8:1::1", .reason = XDPR_PASS_FIB_NOT_FWDED } } },
+	{ "IPv6 UDP: established packets pass on the CPU's copy; a flush voids it, an eviction after a second", DROP,
+	  { "proto udp dport 53 accept" },
+	  { { .ip = 6, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .ip = 6, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2", .sport = 53, .dport = 40000,
+	      .reason = XDPR_FWD, .hot = true },
+	    { .ip = 6, .before = FORGET, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2", .sport = 53,
+	      .dport = 40000, .reason = XDPR_FWD },
+	    { .ip = 6, .before = FLUSH, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2", .sport = 53,
+	      .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true },
+	    { .ip = 6, .reason = XDPR_FWD, .rule = 1 },
+	    { .ip = 6, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2", .sport = 53, .dport = 40000,
+	      .reason = XDPR_FWD, .hot = true },
+	    { .ip = 6, .before = FORGET, .wait_ms = 1100, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2",
+	      .sport = 53, .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true } } },
+	{ "IPv6: a copy knows the directions its flow has shown; extension headers always ask the flow table", DROP,
+	  { "proto udp dport 53 accept" },
+	  { { .ip = 6, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .ip = 6, .before = FORGET, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2", .sport = 53,
+	      .dport = 40000, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1, .cold = true },
+	    { .ip = 6, .reason = XDPR_FWD },
+	    { .ip = 6, .exthdrs = 1, .reason = XDPR_PASS_IP6_EXTHDR, .rule = 1 } } },
+	{ "IPv6 TCP: SYN, FIN and RST always ask the flow table", DROP, { "proto tcp dport 80 accept" },
+	  { { .ip = 6, .proto = IPPROTO_TCP, .dport = 80, .tcp = TCPF_S, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .ip = 6, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2", .proto = IPPROTO_TCP, .sport = 80,
+	      .dport = 40000, .tcp = TCPF_S | TCPF_A, .reason = XDPR_FWD },
+	    { .ip = 6, .proto = IPPROTO_TCP, .dport = 80, .tcp = TCPF_A, .reason = XDPR_FWD, .hot = true },
+	    { .ip = 6, .before = FORGET, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2",
+	      .proto = IPPROTO_TCP, .sport = 80, .dport = 40000, .tcp = TCPF_A, .reason = XDPR_FWD },
+	    { .ip = 6, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2", .proto = IPPROTO_TCP, .sport = 80,
+	      .dport = 40000, .tcp = TCPF_F | TCPF_A, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 },
+	    { .ip = 6, .in = "r1", .src = "2001:db8:2::2", .dst = "2001:db8:1::2", .proto = IPPROTO_TCP, .sport = 80,
+	      .dport = 40000, .tcp = TCPF_R, .reason = XDPR_DROP_FILTER_POLICY, .rule = -1 },
+	    { .ip = 6, .proto = IPPROTO_TCP, .dport = 80, .tcp = TCPF_S, .reason = XDPR_FWD, .rule = 1 } } },
+	{ "IPv6: two copies a set; a third flow of the set asks the table while they live, then takes a lapsed way",
+	  DROP, { "proto udp dport 53 accept" },
+	  { { .ip = 6, .way = 1, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .ip = 6, .way = 2, .reason = XDPR_FWD, .rule = 1, .hot = true },
+	    { .ip = 6, .way = 3, .reason = XDPR_FWD, .rule = 1, .cold = true },
+	    { .ip = 6, .way = 1, .reason = XDPR_FWD, .hot = true },
+	    { .ip = 6, .way = 3, .reason = XDPR_FWD, .cold = true },
+	    { .ip = 6, .way = 3, .wait_ms = 1100, .reason = XDPR_FWD, .hot = true },
+	    { .ip = 6, .before = FORGET, .way = 3, .reason = XDPR_FWD },
+	    { .ip = 6, .way = 1, .reason = XDPR_FWD, .rule = 1 } } },
 	/* their states forgotten, only a copy passes a packet without rule 1 counting it */
 	{ "IPv4: each of a set's three ways passes its own flow, and no other", DROP, { "proto udp dport 53 accept" },
 	  { { .way = 1, .reason = XDPR_FWD, .rule = 1, .hot = true },
@@ -524,35 +568,46 @@ static void install(const struct fcase *c, __u32 slot)
 }
 
 /*
- * Four source ports whose flows 10.0.1.2:port -> 10.0.2.2:53 (UDP) have
- * their copies in one set (the datapath's hash, xdpr_shared.h).
+ * Source ports whose flows to port 53 (UDP) have their copies in one set
+ * (the datapath's hashes, xdpr_shared.h): four from 10.0.1.2 to 10.0.2.2,
+ * three from 2001:db8:1::2 to 2001:db8:2::2 (its sets have two ways).
  */
-static __u32 way_port[4];
+static __u32 way_port[4], way6_port[3];
 
-static void find_way_ports(void)
+/* The set of the copy of a flow from port to 53 (UDP) between the tests' default addresses. */
+static __u32 way_set(int ip, __u32 port)
 {
+	__u32 ports = xdpr_flt_hot_ports(htons(port), htons(53));
+	struct in6_addr s6, d6;
 	struct in_addr s, d;
-	__u32 set = 0;
-	int n = 0;
 
+	if (ip == 6) {
+		inet_pton(AF_INET6, "2001:db8:1::2", &s6);
+		inet_pton(AF_INET6, "2001:db8:2::2", &d6);
+		return xdpr_flt_hot6_set_of(s6.s6_addr32, d6.s6_addr32, ports, IPPROTO_UDP);
+	}
 	inet_pton(AF_INET, "10.0.1.2", &s);
 	inet_pton(AF_INET, "10.0.2.2", &d);
-	for (__u32 port = 40001; port < 65536 && n < 4; port++) {
-		__u32 k = xdpr_flt_hot_set_of(s.s_addr, d.s_addr, xdpr_flt_hot_ports(htons(port), htons(53)),
-					      IPPROTO_UDP);
+	return xdpr_flt_hot_set_of(s.s_addr, d.s_addr, ports, IPPROTO_UDP);
+}
 
-		if (n == 0)
-			set = k;
-		if (k == set)
-			way_port[n++] = port;
-	}
-	if (n < 4)
-		die("no four ports share a copy set");
+static void find_way_ports(int ip, __u32 *out, int want)
+{
+	__u32 set = way_set(ip, 40001);
+	int n = 0;
+
+	for (__u32 port = 40001; port < 65536 && n < want; port++)
+		if (way_set(ip, port) == set)
+			out[n++] = port;
+	if (n < want)
+		die("no %d ports share an IPv%d copy set", want, ip);
 }
 
 static __u32 pkt_sport(const struct pkt *p)
 {
-	return p->way ? way_port[p->way - 1] : p->sport;
+	if (p->way)
+		return p->ip == 6 ? way6_port[(p->way - 1) % 3] : way_port[p->way - 1];
+	return p->sport;
 }
 
 /* The kernel's tick count now: the program's clock for the copies (bpf_jiffies64). */
@@ -579,9 +634,12 @@ static __u64 jiffies_now(void)
  * and the copies checked do not lapse (a tenth of a second at the
  * shortest) while a case runs.
  */
+static bool hot6_copy(const struct pkt *p);
+
 static bool hot_copy(const struct pkt *p)
 {
-	struct xdpr_flt_hot_set *v = calloc(ncpus, sizeof(*v));
+	struct xdpr_flt_hot_set *v;
+	int hot_fd = bpf_map__fd(skel->maps.xdpr_flt_hot);
 	struct in_addr s, d;
 	__be16 sp = htons(pkt_sport(p) ?: 40000), dp = htons(p->dport ?: 53);
 	__u8 proto = p->proto ?: IPPROTO_UDP;
@@ -591,6 +649,9 @@ static bool hot_copy(const struct pkt *p)
 	__u64 now;
 	bool found = false;
 
+	if (p->ip == 6)
+		return hot6_copy(p);
+	v = calloc(ncpus, sizeof(*v));
 	if (!v)
 		die("out of memory");
 	/* the program's generation and clock: only a live copy counts */
@@ -600,8 +661,12 @@ static bool hot_copy(const struct pkt *p)
 	inet_pton(AF_INET, p->src ?: "10.0.1.2", &s);
 	inet_pton(AF_INET, p->dst ?: "10.0.2.2", &d);
 	k = xdpr_flt_hot_set_of(s.s_addr, d.s_addr, ports, proto);
-	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_flt_hot), &k, v))
-		die("cannot read the flow copies: %s", strerror(errno));
+	for (int c = 0; c < ncpus; c++) {
+		__u32 i = (__u32)c << XDPR_FLT_HOT_BITS | k; /* CPU c's region */
+
+		if (bpf_map_lookup_elem(hot_fd, &i, &v[c]))
+			die("cannot read CPU %d's flow copies: %s", c, strerror(errno));
+	}
 	for (int c = 0; c < ncpus && !found; c++)
 		for (int w = 0; w < XDPR_FLT_HOT_WAYS && v[c].gen == cfg.flt_gen + skel->bss->xdpr_flt_epoch; w++) {
 			const struct xdpr_flt_hot *e = &v[c].e[w];
@@ -610,6 +675,39 @@ static bool hot_copy(const struct pkt *p)
 				 e->ports == ports && xdpr_flt_hot_live(e->until, now, hz);
 		}
 	free(v);
+	return found;
+}
+
+/* hot_copy for an IPv6 packet: both ways of its set (xdpr_flt_hot6), every CPU's region. */
+static bool hot6_copy(const struct pkt *p)
+{
+	int fd = bpf_map__fd(skel->maps.xdpr_flt_hot6);
+	struct in6_addr s, d;
+	__be16 sp = htons(pkt_sport(p) ?: 40000), dp = htons(p->dport ?: 53);
+	__u8 proto = p->proto ?: IPPROTO_UDP;
+	unsigned int hz = skel->rodata->xdpr_hz;
+	struct xdpr_cfg cfg;
+	__u32 zero = 0, k, ports = xdpr_flt_hot_ports(sp, dp);
+	__u64 now;
+	bool found = false;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg))
+		die("cannot read xdpr_cfg: %s", strerror(errno));
+	now = jiffies_now();
+	inet_pton(AF_INET6, p->src ?: "2001:db8:1::2", &s);
+	inet_pton(AF_INET6, p->dst ?: "2001:db8:2::2", &d);
+	k = xdpr_flt_hot6_set_of(s.s6_addr32, d.s6_addr32, ports, proto);
+	for (int c = 0; c < ncpus && !found; c++)
+		for (__u32 w = 0; w < XDPR_FLT_HOT6_WAYS && !found; w++) {
+			__u32 i = ((__u32)c << XDPR_FLT_HOT6_BITS | k) * XDPR_FLT_HOT6_WAYS + w;
+			struct xdpr_flt_hot6 e;
+
+			if (bpf_map_lookup_elem(fd, &i, &e))
+				die("cannot read CPU %d's IPv6 flow copies: %s", c, strerror(errno));
+			found = e.gen == cfg.flt_gen + skel->bss->xdpr_flt_epoch && e.proto == proto &&
+				e.ports == ports && !memcmp(e.s, &s, 16) && !memcmp(e.d, &d, 16) &&
+				xdpr_flt_hot_live(e.until, now, hz);
+		}
 	return found;
 }
 
@@ -966,9 +1064,8 @@ int main(void)
 	skel = xdpr_bpf__open();
 	if (!skel)
 		die("cannot open the XDP program: %s", strerror(errno));
-	/* as the loader sets them: copies live a second (a tenth in churn) */
-	skel->rodata->xdpr_hz = xdpr_kernel_hz();
-	skel->rodata->xdpr_flt_churn_n = XDPR_FLT_CHURN_N(libbpf_num_possible_cpus());
+	/* as the loader sets them: copies live a second (a tenth in churn), a region of sets a CPU */
+	xdpr_skel_prepare(skel);
 	if (xdpr_bpf__load(skel))
 		die("cannot load the XDP program: %s", strerror(errno));
 	prog_fd = bpf_program__fd(skel->progs.xdpr_main);
@@ -978,7 +1075,8 @@ int main(void)
 	if (ncpus < 1)
 		die("cannot count CPUs: %s", strerror(-ncpus));
 	setup_netns();
-	find_way_ports();
+	find_way_ports(4, way_port, 4);
+	find_way_ports(6, way6_port, 3);
 
 	printf("1..%d\n", NCASES + 1);
 	for (int i = 0; i < NCASES; i++) {
