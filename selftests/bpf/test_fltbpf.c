@@ -628,87 +628,72 @@ static __u64 jiffies_now(void)
 }
 
 /*
- * Does some CPU hold a live copy of the state of the packet's (IPv4)
- * direction of its flow?  One read: the set the datapath puts it in (the
- * hash of its tuple as it appears), so that the check takes milliseconds
- * and the copies checked do not lapse (a tenth of a second at the
- * shortest) while a case runs.
+ * Which CPUs (a bit each, the first 64) hold a live copy of the state of
+ * the packet's direction of its flow?  One read a CPU: the set the datapath
+ * puts it in (the hash of its tuple as it appears; IPv6: both ways), in
+ * that CPU's region, so that the check takes milliseconds and the copies
+ * checked do not lapse (a tenth of a second at the shortest) while a case
+ * runs.
  */
-static bool hot6_copy(const struct pkt *p);
-
-static bool hot_copy(const struct pkt *p)
+static __u64 hot_cpus(const struct pkt *p)
 {
-	struct xdpr_flt_hot_set *v;
-	int hot_fd = bpf_map__fd(skel->maps.xdpr_flt_hot);
-	struct in_addr s, d;
 	__be16 sp = htons(pkt_sport(p) ?: 40000), dp = htons(p->dport ?: 53);
+	__u32 zero = 0, k, ports = xdpr_flt_hot_ports(sp, dp), gen;
 	__u8 proto = p->proto ?: IPPROTO_UDP;
 	unsigned int hz = skel->rodata->xdpr_hz;
+	int n = ncpus < 64 ? ncpus : 64;
+	struct in6_addr s6, d6;
+	struct in_addr s, d;
 	struct xdpr_cfg cfg;
-	__u32 zero = 0, k, ports = xdpr_flt_hot_ports(sp, dp);
-	__u64 now;
-	bool found = false;
+	__u64 now, cpus = 0;
 
-	if (p->ip == 6)
-		return hot6_copy(p);
-	v = calloc(ncpus, sizeof(*v));
-	if (!v)
-		die("out of memory");
 	/* the program's generation and clock: only a live copy counts */
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg))
 		die("cannot read xdpr_cfg: %s", strerror(errno));
+	gen = cfg.flt_gen + skel->bss->xdpr_flt_epoch;
 	now = jiffies_now();
+	if (p->ip == 6) {
+		int fd = bpf_map__fd(skel->maps.xdpr_flt_hot6);
+
+		inet_pton(AF_INET6, p->src ?: "2001:db8:1::2", &s6);
+		inet_pton(AF_INET6, p->dst ?: "2001:db8:2::2", &d6);
+		k = xdpr_flt_hot6_set_of(s6.s6_addr32, d6.s6_addr32, ports, proto);
+		for (int c = 0; c < n; c++)
+			for (__u32 w = 0; w < XDPR_FLT_HOT6_WAYS; w++) {
+				__u32 i = ((__u32)c << XDPR_FLT_HOT6_BITS | k) * XDPR_FLT_HOT6_WAYS + w;
+				struct xdpr_flt_hot6 e;
+
+				if (bpf_map_lookup_elem(fd, &i, &e))
+					die("cannot read CPU %d's IPv6 flow copies: %s", c, strerror(errno));
+				if (e.gen == gen && e.proto == proto && e.ports == ports && !memcmp(e.s, &s6, 16) &&
+				    !memcmp(e.d, &d6, 16) && xdpr_flt_hot_live(e.until, now, hz))
+					cpus |= 1ULL << c;
+			}
+		return cpus;
+	}
 	inet_pton(AF_INET, p->src ?: "10.0.1.2", &s);
 	inet_pton(AF_INET, p->dst ?: "10.0.2.2", &d);
 	k = xdpr_flt_hot_set_of(s.s_addr, d.s_addr, ports, proto);
-	for (int c = 0; c < ncpus; c++) {
+	for (int c = 0; c < n; c++) {
 		__u32 i = (__u32)c << XDPR_FLT_HOT_BITS | k; /* CPU c's region */
+		struct xdpr_flt_hot_set v;
 
-		if (bpf_map_lookup_elem(hot_fd, &i, &v[c]))
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_flt_hot), &i, &v))
 			die("cannot read CPU %d's flow copies: %s", c, strerror(errno));
-	}
-	for (int c = 0; c < ncpus && !found; c++)
-		for (int w = 0; w < XDPR_FLT_HOT_WAYS && v[c].gen == cfg.flt_gen + skel->bss->xdpr_flt_epoch; w++) {
-			const struct xdpr_flt_hot *e = &v[c].e[w];
+		for (int w = 0; w < XDPR_FLT_HOT_WAYS && v.gen == gen; w++) {
+			const struct xdpr_flt_hot *e = &v.e[w];
 
-			found |= e->proto == proto && e->s == s.s_addr && e->d == d.s_addr &&
-				 e->ports == ports && xdpr_flt_hot_live(e->until, now, hz);
+			if (e->proto == proto && e->s == s.s_addr && e->d == d.s_addr && e->ports == ports &&
+			    xdpr_flt_hot_live(e->until, now, hz))
+				cpus |= 1ULL << c;
 		}
-	free(v);
-	return found;
+	}
+	return cpus;
 }
 
-/* hot_copy for an IPv6 packet: both ways of its set (xdpr_flt_hot6), every CPU's region. */
-static bool hot6_copy(const struct pkt *p)
+static bool hot_copy(const struct pkt *p)
 {
-	int fd = bpf_map__fd(skel->maps.xdpr_flt_hot6);
-	struct in6_addr s, d;
-	__be16 sp = htons(pkt_sport(p) ?: 40000), dp = htons(p->dport ?: 53);
-	__u8 proto = p->proto ?: IPPROTO_UDP;
-	unsigned int hz = skel->rodata->xdpr_hz;
-	struct xdpr_cfg cfg;
-	__u32 zero = 0, k, ports = xdpr_flt_hot_ports(sp, dp);
-	__u64 now;
-	bool found = false;
-
-	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.xdpr_cfg), &zero, &cfg))
-		die("cannot read xdpr_cfg: %s", strerror(errno));
-	now = jiffies_now();
-	inet_pton(AF_INET6, p->src ?: "2001:db8:1::2", &s);
-	inet_pton(AF_INET6, p->dst ?: "2001:db8:2::2", &d);
-	k = xdpr_flt_hot6_set_of(s.s6_addr32, d.s6_addr32, ports, proto);
-	for (int c = 0; c < ncpus && !found; c++)
-		for (__u32 w = 0; w < XDPR_FLT_HOT6_WAYS && !found; w++) {
-			__u32 i = ((__u32)c << XDPR_FLT_HOT6_BITS | k) * XDPR_FLT_HOT6_WAYS + w;
-			struct xdpr_flt_hot6 e;
-
-			if (bpf_map_lookup_elem(fd, &i, &e))
-				die("cannot read CPU %d's IPv6 flow copies: %s", c, strerror(errno));
-			found = e.gen == cfg.flt_gen + skel->bss->xdpr_flt_epoch && e.proto == proto &&
-				e.ports == ports && !memcmp(e.s, &s, 16) && !memcmp(e.d, &d, 16) &&
-				xdpr_flt_hot_live(e.until, now, hz);
-		}
-	return found;
+	return hot_cpus(p) != 0;
 }
 
 /* ---- frames ---- */
@@ -1078,7 +1063,7 @@ int main(void)
 	find_way_ports(4, way_port, 4);
 	find_way_ports(6, way6_port, 3);
 
-	printf("1..%d\n", NCASES + 1);
+	printf("1..%d\n", NCASES + 2);
 	for (int i = 0; i < NCASES; i++) {
 		const struct fcase *c = &cases[i];
 		bool ok = true;
@@ -1107,6 +1092,36 @@ int main(void)
 			     ahead, behind);
 		tap(ok && ahead == 0 && behind == 1,
 		    "the sweep keeps a state whose last_seen is ahead of its clock, and deletes an expired one", NULL);
+	}
+	if (ncpus < 2) {
+		tap(true, "each CPU's copies in its own region", "one CPU: no other region to check");
+	} else {
+		/* a flow accepted on CPU 1 has its copies in CPU 1's region, and none in CPU 0's */
+		static const struct fcase one = { "regions", DROP, { "proto udp dport 53 accept" },
+						  { { .sport = 41000, .reason = XDPR_FWD, .rule = 1 },
+						    { .ip = 6, .sport = 41000, .reason = XDPR_FWD, .rule = 1 } } };
+		cpu_set_t cpu1;
+		__u64 m4 = 0, m6 = 0;
+		bool ok;
+
+		install(&one, 0);
+		CPU_ZERO(&cpu1);
+		CPU_SET(1, &cpu1);
+		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
+			die("cannot pin to CPU 1: %s", strerror(errno));
+		ok = run_pkt(&one, 0) && run_pkt(&one, 1);
+		if (ok) {
+			m4 = hot_cpus(&one.p[0]);
+			m6 = hot_cpus(&one.p[1]);
+		}
+		if (ok && (m4 != 2 || m6 != 2))
+			note("copies on CPUs %#llx (IPv4), %#llx (IPv6); want 0x2", (unsigned long long)m4,
+			     (unsigned long long)m6);
+		tap(ok && m4 == 2 && m6 == 2, "each CPU's copies in its own region (a flow accepted on CPU 1)", NULL);
+		CPU_ZERO(&cpu1);
+		CPU_SET(0, &cpu1);
+		if (sched_setaffinity(0, sizeof(cpu1), &cpu1))
+			die("cannot pin to CPU 0: %s", strerror(errno));
 	}
 	xdpr_bpf__destroy(skel);
 	return tap_failed ? 1 : 0;
