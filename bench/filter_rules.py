@@ -41,10 +41,10 @@ import sys
 TRAFFIC = {
     4: {"src": [ipaddress.ip_network("10.71.1.2/32"), ipaddress.ip_network("10.72.0.0/16")],
         "dst": [ipaddress.ip_network("10.71.2.2/32")], "final": ipaddress.ip_network("10.71.2.0/24"),
-        "icmp": "icmp"},
+        "icmp": "icmp", "bits": 32},
     6: {"src": [ipaddress.ip_network("2001:db8:71:1::2/128"), ipaddress.ip_network("2001:db8:72::/112")],
         "dst": [ipaddress.ip_network("2001:db8:71:2::2/128")],
-        "final": ipaddress.ip_network("2001:db8:71:2::/64"), "icmp": "icmpv6"},
+        "final": ipaddress.ip_network("2001:db8:71:2::/64"), "icmp": "icmpv6", "bits": 128},
 }
 FAM = 4  # set by -6
 SPORT = (10000, 59999)
@@ -76,7 +76,7 @@ class Gen:
 
     def prefix(self, avoid):
         """A prefix that contains no traffic address in avoid."""
-        width = 128 if FAM == 6 else 32
+        width = TRAFFIC[FAM]["bits"]
         while True:
             plen = self.plen()
             addr = self.r.getrandbits(width)
@@ -91,7 +91,7 @@ class Gen:
     def near(self, nets):
         """A prefix that contains a traffic address (the rule fails elsewhere)."""
         a = int(self.r.choice(nets).network_address)
-        width = 128 if FAM == 6 else 32
+        width = TRAFFIC[FAM]["bits"]
         plen = self.r.choice([16, 24, 32, 40, 48, 56] if FAM == 6 else [8, 10, 12, 16, 20, 24])
         return ipaddress.ip_network((a >> (width - plen) << (width - plen), plen))
 
@@ -343,7 +343,7 @@ def box_elem(b, fields):
     for (k, _, _), x in zip(fields, b):
         if k in ("src", "dst"):
             lo, hi = x
-            plen = (128 if FAM == 6 else 32) - (hi - lo + 1).bit_length() + 1
+            plen = TRAFFIC[FAM]["bits"] - (hi - lo + 1).bit_length() + 1
             v.append("%s/%d" % (ipaddress.ip_address(lo), plen))
         elif k in ("sport", "dport"):
             v.append(prange(tuple(x)))

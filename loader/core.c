@@ -787,14 +787,14 @@ unsigned int xdpr_kernel_hz(void)
 void xdpr_skel_prepare(struct xdpr_bpf *skel)
 {
 	int cpus = xdpr_ncpus();
+	__u32 regions = cpus > 0 ? cpus : 1;
 
 	skel->rodata->xdpr_hz = xdpr_kernel_hz();
 	if (cpus > 0)
 		skel->rodata->xdpr_flt_churn_n = XDPR_FLT_CHURN_N(cpus);
-	/* a region of copy sets for each possible CPU (xdpr_shared.h, xdpr_flt_hot) */
-	bpf_map__set_max_entries(skel->maps.xdpr_flt_hot, (__u32)(cpus > 0 ? cpus : 1) << XDPR_FLT_HOT_BITS);
-	bpf_map__set_max_entries(skel->maps.xdpr_flt_hot6,
-				 ((__u32)(cpus > 0 ? cpus : 1) << XDPR_FLT_HOT6_BITS) * XDPR_FLT_HOT6_WAYS);
+	/* a region of copy sets for each possible CPU (xdpr_shared.h, xdpr_flt_hot, xdpr_flt_hot6) */
+	bpf_map__set_max_entries(skel->maps.xdpr_flt_hot, regions << XDPR_FLT_HOT_BITS);
+	bpf_map__set_max_entries(skel->maps.xdpr_flt_hot6, (regions << XDPR_FLT_HOT6_BITS) * XDPR_FLT_HOT6_WAYS);
 }
 
 int xdpr_percpu_zero(int fd, __u32 first, __u32 n)
