@@ -26,25 +26,6 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 
-/* The symbol /proc/kallsyms gives the kernel address addr, or "" when none does. */
-static void ksym_of(unsigned long long addr, char *name, size_t len)
-{
-	unsigned long long a;
-	char line[512], sym[256];
-	FILE *f = fopen("/proc/kallsyms", "r");
-
-	name[0] = 0;
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %*s %255s", &a, sym) == 2 && a == addr) {
-			snprintf(name, len, "%s", sym);
-			break;
-		}
-	}
-	fclose(f);
-}
-
 /* Does the kernel symbol sym name the function want (its whole symbol, or the part after the tag)? */
 static int names(const char *sym, const char *want)
 {
@@ -56,6 +37,32 @@ static int names(const char *sym, const char *want)
 	return !strncmp(sym, "bpf_prog_", 9) && n == 9 + 16 + 1 + w && !strcmp(sym + 26, want);
 }
 
+/*
+ * Which of the program's n functions (their addresses ksyms) is want?  One
+ * pass over /proc/kallsyms: its index, with its symbol in sym; -1 if none.
+ */
+static int func_named(const unsigned long long *ksyms, __u32 n, const char *want, char *sym, size_t len)
+{
+	unsigned long long a;
+	char line[512], name[256];
+	FILE *f = fopen("/proc/kallsyms", "r");
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (found < 0 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %*s %255s", &a, name) != 2 || !names(name, want))
+			continue;
+		for (__u32 i = 0; i < n && found < 0; i++)
+			if (ksyms[i] == a) {
+				snprintf(sym, len, "%s", name);
+				found = i;
+			}
+	}
+	fclose(f);
+	return found;
+}
+
 int main(int argc, char **argv)
 {
 	struct bpf_prog_info info = {};
@@ -64,7 +71,7 @@ int main(int argc, char **argv)
 	__u32 *lens = NULL;
 	unsigned char *img = NULL;
 	char sym[256];
-	int fd, rc = 1;
+	int fd, f, rc = 1;
 	FILE *out;
 
 	if (argc != 4) {
@@ -104,20 +111,20 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	for (i = 0; i < n; off += lens[i], i++) {
-		ksym_of(ksyms[i], sym, sizeof(sym));
-		if (!names(sym, argv[2]))
-			continue;
-		if (off + lens[i] > info.jited_prog_len) {
+	f = func_named(ksyms, n, argv[2], sym, sizeof(sym));
+	if (f >= 0) {
+		for (i = 0; i < (__u32)f; i++)
+			off += lens[i];
+		if (off + lens[f] > info.jited_prog_len) {
 			fprintf(stderr, "Error: the image is shorter than its functions\n");
 			goto out;
 		}
 		out = fopen(argv[3], "wb");
-		if (!out || fwrite(img + off, 1, lens[i], out) != lens[i] || fclose(out)) {
+		if (!out || fwrite(img + off, 1, lens[f], out) != lens[f] || fclose(out)) {
 			fprintf(stderr, "Error: cannot write %s: %s\n", argv[3], strerror(errno));
 			goto out;
 		}
-		printf("%s: %u bytes at 0x%llx\n", sym, lens[i], ksyms[i]);
+		printf("%s: %u bytes at 0x%llx\n", sym, lens[f], ksyms[f]);
 		rc = 0;
 		goto out;
 	}
