@@ -41,7 +41,7 @@ static __always_inline int fib_reason(int rc)
  */
 static __always_inline int claim_egress(const struct xdpr_iface *in, __u32 egress, int tos)
 {
-	struct xdpr_iface *out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
+	struct xdpr_iface *out = iface_get(egress, XDPR_IFC_OUT);
 	struct xdpr_l2 *l2 = l2_scratch();
 	__u32 port = egress;
 

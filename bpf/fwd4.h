@@ -116,7 +116,7 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 	if (fibrc != BPF_FIB_LKUP_RET_SUCCESS && fibrc != BPF_FIB_LKUP_RET_NO_NEIGH)
 		return STEP_NEXT;
 	egress = fib->ifindex;
-	out = bpf_map_lookup_elem(&xdpr_ifaces, &egress);
+	out = iface_get(egress, XDPR_IFC_NAT);
 	if ((step = binat4_egress(ctx, p, io, out, egress)) != STEP_NEXT)
 		return step == STEP_BINAT ? STEP_NEXT : step; /* 1:1 first (bpf/binat.h) */
 	if (!out)

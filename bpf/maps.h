@@ -50,6 +50,60 @@ struct {
 } xdpr_vlan_cfg SEC(".maps");
 
 /*
+ * xdpr_ifaces' generation (xdpr_shared.h, struct xdpr_if_cached): the
+ * loader adds one to it, atomically through the mapping, after every change.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xdpr_if_gen SEC(".maps");
+
+/* This CPU's copies of xdpr_ifaces entries, XDPR_IFC_SETS for each enum xdpr_ifc_use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XDPR_IFC_USES * XDPR_IFC_SETS);
+	__type(key, __u32);
+	__type(value, struct xdpr_if_cached);
+} xdpr_if_cache SEC(".maps");
+
+/*
+ * Interface ifindex's settings for the packet path, NULL if xdpr is not on
+ * it: this CPU's copy of its xdpr_ifaces entry, copied again when the
+ * generation moved or another interface took the copy's place.  Each use
+ * (enum xdpr_ifc_use) has copies of its own, so a later lookup of the same
+ * frame never overwrites one an earlier lookup returned.  Not a global
+ * function: it returns a pointer into the map.
+ */
+static __noinline struct xdpr_iface *iface_get(__u32 ifindex, __u32 use)
+{
+	struct xdpr_if_cached *e;
+	struct xdpr_iface *v;
+	__u32 zero = 0, i, gen;
+	__u32 *g;
+
+	g = bpf_map_lookup_elem(&xdpr_if_gen, &zero);
+	if (!g || !ifindex)
+		return NULL;
+	gen = *(volatile __u32 *)g; /* before the hash: a change after it moves it again */
+	i = (use % XDPR_IFC_USES) * XDPR_IFC_SETS + ifindex % XDPR_IFC_SETS;
+	e = bpf_map_lookup_elem(&xdpr_if_cache, &i);
+	if (!e)
+		return NULL;
+	if (e->ifindex == ifindex && e->gen == gen)
+		return &e->cfg;
+	v = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
+	if (!v)
+		return NULL;
+	e->cfg = *v;
+	e->gen = gen;
+	e->ifindex = ifindex;
+	return &e->cfg;
+}
+
+/*
  * The frame's VLAN state, per CPU, written at the start of every frame:
  * which interface it came in on (the VLAN's for a tagged frame, whose tag
  * is taken off for the rest of the path) and which VLAN a redirect sends

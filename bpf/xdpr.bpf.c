@@ -98,7 +98,7 @@ int xdpr_main(struct xdp_md *ctx)
 	struct xdpr_iface *in;
 	int r;
 
-	in = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
+	in = iface_get(ifindex, XDPR_IFC_IN);
 	if (!l2)
 		return count_exit(in ? in->slot : 0, XDPR_PASS_FIB_OTHER, bytes);
 	l2->in_if = ifindex;

@@ -57,6 +57,23 @@ struct xdpr_iface {
 };
 
 /*
+ * The packet path's own copies of xdpr_ifaces entries (bpf/maps.h,
+ * iface_get): per CPU, XDPR_IFC_SETS a lookup site, entry ifindex mod
+ * XDPR_IFC_SETS, an array read instead of a hash lookup.  A copy holds
+ * while xdpr_if_gen[0] is the generation it was made under: the loader adds
+ * one to it after every change to xdpr_ifaces (loader/core.c,
+ * xdpr_ifaces_changed), so the next packet on every CPU reads the hash again.
+ */
+#define XDPR_IFC_SETS 64
+enum xdpr_ifc_use { XDPR_IFC_IN, XDPR_IFC_OUT, XDPR_IFC_NAT, XDPR_IFC_USES };
+
+struct xdpr_if_cached {
+	__u32 ifindex;      /* 0: empty */
+	__u32 gen;          /* xdpr_if_gen[0] when it was copied */
+	struct xdpr_iface cfg;
+};
+
+/*
  * A port's VLANs, found with two array lookups (no hash on the way in):
  * xdpr_vlans, ARRAY, key (trunk - 1) * XDPR_VIDS + VID, trunk the port's
  * xdpr_iface.trunk, value the VLAN's counter slot (0: no VLAN of that VID,
@@ -210,6 +227,7 @@ static inline int xdpr_reason_verdict(int reason)
 #define XDPR_MAP_FRAGS    "xdpr_flt_frags"
 #define XDPR_MAP_VLANS    "xdpr_vlans"
 #define XDPR_MAP_VLAN_CFG "xdpr_vlan_cfg"
+#define XDPR_MAP_IF_GEN   "xdpr_if_gen"
 #define XDPR_MAP_FWD      "xdpr_nat_fwd"
 #define XDPR_PROG_FLT_GC  "xdpr_flt_gc"
 #define XDPR_MAP_METER    "xdpr_flows"

@@ -57,7 +57,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_DDOS_STATS] = XDPR_MAP_DDOS_STATS, [XM_DDOS_BITS] = XDPR_MAP_DDOS_BITS,
 	[XM_DDOS_SLOTS] = XDPR_MAP_DDOS_SLOTS,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
-	[XM_SLOTS] = "xdpr_slot_names",
+	[XM_SLOTS] = "xdpr_slot_names",   [XM_IF_GEN] = XDPR_MAP_IF_GEN,
 	[XM_NATLOG] = XDPR_MAP_NATLOG,     [XM_CTA] = XDPR_MAP_CTA,
 };
 
@@ -651,13 +651,55 @@ bool xdpr_fault(const char *point, const char *dev)
 	return false;
 }
 
+int xdpr_ifaces_changed(struct xdpr *x)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	__u32 gen, zero = 0;
+	void *p;
+
+	if (x->fd[XM_IF_GEN] < 0)
+		return 0; /* no map: no program that reads copies */
+	p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, x->fd[XM_IF_GEN], 0);
+	if (p != MAP_FAILED) {
+		/* atomic: two processes that change interfaces at once both move it */
+		__atomic_add_fetch((__u32 *)p, 1, __ATOMIC_SEQ_CST);
+		munmap(p, page);
+		return 0;
+	}
+	if (bpf_map_lookup_elem(x->fd[XM_IF_GEN], &zero, &gen) == 0) {
+		gen++;
+		if (bpf_map_update_elem(x->fd[XM_IF_GEN], &zero, &gen, BPF_ANY) == 0)
+			return 0;
+	}
+	gen = errno;
+	seterr(x, "cannot move the interface settings' generation: %s", strerror(gen));
+	errno = gen;
+	return -(int)gen;
+}
+
+int xdpr_iface_del(struct xdpr *x, __u32 ifindex)
+{
+	int err = 0, moved;
+
+	if (bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex))
+		err = -errno;
+	if (err && err != -ENOENT)
+		return err;
+	moved = xdpr_ifaces_changed(x);
+	return moved ? moved : err;
+}
+
 int xdpr_iface_put(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *c, __u64 flags)
 {
 	struct xdpr_vlan_cfg v = { .ifindex = ifindex, .cfg = *c };
 	__u32 slot = c->slot;
+	int err;
 
 	if (bpf_map_update_elem(x->fd[XM_IFACES], &ifindex, c, flags))
 		return -errno;
+	err = xdpr_ifaces_changed(x);
+	if (err)
+		return err;
 	if (!(c->flags & XDPR_IF_VLAN) || !slot || slot >= XDPR_MAX_IFACES || x->fd[XM_VLAN_CFG] < 0)
 		return 0;
 	return bpf_map_update_elem(x->fd[XM_VLAN_CFG], &slot, &v, BPF_ANY) ? -errno : 0;
@@ -689,7 +731,7 @@ int xdpr_vlan_unset(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *c)
 int xdpr_prune_dead_ifaces(struct xdpr *x)
 {
 	__u32 dead[XDPR_MAX_IFACES], key, *prev = NULL;
-	int ndead = 0, nvlan = 0, err = 0;
+	int ndead = 0, nvlan = 0, err = 0, e;
 
 	if (x->fd[XM_IFACES] < 0)
 		return 0;
@@ -709,8 +751,9 @@ int xdpr_prune_dead_ifaces(struct xdpr *x)
 			nvlan++;
 			continue;
 		}
-		if (bpf_map_delete_elem(x->fd[XM_IFACES], &dead[i]) && errno != ENOENT && !err) {
-			err = -errno;
+		e = xdpr_iface_del(x, dead[i]);
+		if (e && e != -ENOENT && !err) {
+			err = e;
 			seterr(x, "cannot remove the settings of deleted interface %u: %s", dead[i],
 			       strerror(-err));
 		}

@@ -76,6 +76,19 @@ int xdpr_prune_dead_ifaces(struct xdpr *x);
  */
 int xdpr_iface_put(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *c, __u64 flags);
 
+/* Delete interface ifindex's xdpr_ifaces entry (then xdpr_ifaces_changed).  0 or -errno (-ENOENT: none). */
+int xdpr_iface_del(struct xdpr *x, __u32 ifindex);
+
+/*
+ * After any change to xdpr_ifaces: the generation the program's per-CPU
+ * copies of its entries are made under moves on (xdpr_shared.h, struct
+ * xdpr_if_cached), so every packet that starts after this returns reads
+ * the change.  Every write to xdpr_ifaces calls it before anything else
+ * depends on that write (xdpr_iface_put and xdpr_iface_del do).  0 or
+ * -errno with x->err.
+ */
+int xdpr_ifaces_changed(struct xdpr *x);
+
 /* Cells first..first+n-1 of a per-CPU array of __u64 to 0 on every CPU.  0 or -errno. */
 int xdpr_percpu_zero(int fd, __u32 first, __u32 n);
 

@@ -159,7 +159,7 @@ static int detach_one(struct xdpr *x, __u32 ifindex, const char *name)
 
 	/* -ENOENT: no program left to count on the settings either */
 	if ((!err || err == -ENOENT) && x->fd[XM_IFACES] >= 0)
-		bpf_map_delete_elem(x->fd[XM_IFACES], &ifindex);
+		xdpr_iface_del(x, ifindex);
 	return err;
 }
 
@@ -535,7 +535,7 @@ static int take_back(struct xdpr *x, struct shared *sh, struct pending *pd, cons
 	err = bpf_xdp_attach(pd->ifindex, pd->foreign[0].fd, pd->foreign[0].flags | XDP_FLAGS_REPLACE,
 			     &o);
 	if (!err) {
-		bpf_map_delete_elem(x->fd[XM_IFACES], &pd->ifindex);
+		xdpr_iface_del(x, pd->ifindex);
 		rxvlan_restore(x, &pd->cfg, name);
 	} else /* ours stays: a redirect target again */
 		bpf_map_update_elem(x->fd[XM_TX], &pd->ifindex, &pd->ifindex, BPF_ANY);
@@ -568,20 +568,20 @@ static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struc
 		struct xdpr_iface early = pd->cfg;
 
 		early.flags &= ~XDPR_IF_XMIT;
-		if (bpf_map_update_elem(x->fd[XM_IFACES], &key, &early, BPF_ANY)) {
-			err = -errno;
+		err = xdpr_iface_put(x, key, &early, BPF_ANY);
+		if (err) {
 			seterr(x, "cannot register \"%s\" in the maps: %s", name, strerror(-err));
 			return err;
 		}
 	}
 	err = rxvlan_off(x, pd, name, rxv_off, rxv_stuck);
 	if (err) {
-		bpf_map_delete_elem(x->fd[XM_IFACES], &key);
+		xdpr_iface_del(x, key);
 		return err;
 	}
 	err = put_prog(x, sh, pd, name, mode);
 	if (err) {
-		bpf_map_delete_elem(x->fd[XM_IFACES], &key);
+		xdpr_iface_del(x, key);
 		rxvlan_restore(x, &pd->cfg, name);
 		return err;
 	}
@@ -620,11 +620,13 @@ static int attach_one(struct xdpr *x, struct shared *sh, const char *name, struc
 			 : loaded ? "xdpr's program is attached without a dispatcher elsewhere"
 			 : "not available");
 
-	if (bpf_map_update_elem(x->fd[XM_TX], &key, &key, BPF_ANY) ||
-	    bpf_map_update_elem(x->fd[XM_IFACES], &key, &pd->cfg, BPF_ANY)) {
+	if (bpf_map_update_elem(x->fd[XM_TX], &key, &key, BPF_ANY))
+		err = -errno;
+	else
+		err = xdpr_iface_put(x, key, &pd->cfg, BPF_ANY);
+	if (err) {
 		char keep[sizeof(x->err)];
 
-		err = -errno;
 		seterr(x, "cannot register \"%s\" in the maps: %s", name, strerror(-err));
 		memcpy(keep, x->err, sizeof(keep));
 		take_back(x, sh, pd, name);
@@ -895,7 +897,7 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 	if (err) {
 		/* our program vanished from it meanwhile: nothing counts on its settings */
 		if (err == -ENOENT && x->fd[XM_IFACES] >= 0)
-			bpf_map_delete_elem(x->fd[XM_IFACES], &todo[off - 1]->ifindex);
+			xdpr_iface_del(x, todo[off - 1]->ifindex);
 		for (int i = 0; i < off - 1; i++) {
 			int e = prog[i] < 0 ? -ENOENT : replug(x, todo[i], prog[i]);
 			size_t len = strlen(x->err);
@@ -944,7 +946,7 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 		}
 		if (todo[i]->has_cfg && x->fd[XM_SLOTS] >= 0)
 			xdpr_slot_name_set(x, -1, todo[i]->cfg.slot, NULL, 0, 0);
-		bpf_map_delete_elem(x->fd[XM_IFACES], &todo[i]->ifindex);
+		xdpr_iface_del(x, todo[i]->ifindex);
 		if (!todo[i]->parent && todo[i]->has_cfg)
 			rxvlan_restore(x, &todo[i]->cfg, todo[i]->name);
 	}

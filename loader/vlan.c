@@ -379,8 +379,8 @@ static int drop_vlan(struct xdpr *x, const struct ent *e, bool forget)
 
 	if (!err && bpf_map_delete_elem(x->fd[XM_TX], &e->ifindex) && errno != ENOENT)
 		err = -errno;
-	if (!err && bpf_map_delete_elem(x->fd[XM_IFACES], &e->ifindex) && errno != ENOENT)
-		err = -errno;
+	if (!err && (err = xdpr_iface_del(x, e->ifindex)) == -ENOENT)
+		err = 0;
 	if (!err && forget && x->fd[XM_SLOTS] >= 0)
 		xdpr_slot_name_set(x, -1, e->cfg.slot, NULL, 0, 0);
 	return err;

@@ -196,6 +196,23 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
+/*
+ * A test that writes xdpr_ifaces straight does what the loader's
+ * xdpr_iface_put and xdpr_iface_del do after it: moves xdpr_if_gen on, so
+ * the program's per-CPU copies of the entries are made again (xdpr_shared.h,
+ * struct xdpr_if_cached).  gen_fd: the skeleton's xdpr_if_gen.
+ */
+static inline void ifaces_changed(int gen_fd)
+{
+	__u32 zero = 0, gen;
+
+	if (bpf_map_lookup_elem(gen_fd, &zero, &gen))
+		die("cannot read xdpr_if_gen: %s", strerror(errno));
+	gen++;
+	if (bpf_map_update_elem(gen_fd, &zero, &gen, BPF_ANY))
+		die("cannot write xdpr_if_gen: %s", strerror(errno));
+}
+
 /* One diagnostic line, printed under the next TAP line. */
 static void note(const char *fmt, ...)
 {

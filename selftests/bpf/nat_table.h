@@ -186,6 +186,7 @@ static void register_devs(void)
 		    bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_ANY))
 			die("cannot register %s: %s", d->name, strerror(errno));
 	}
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 }
 
 /* xdpr_probe: does bpf_fib_lookup take BPF_FIB_LOOKUP_SRC?  (-EINVAL: no) */
@@ -256,6 +257,7 @@ static void iface_flag(const char *name, __u32 flag, bool on)
 	c.flags = on ? c.flags | flag : c.flags & ~flag;
 	if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_EXIST))
 		die("cannot write xdpr_ifaces[%s]", name);
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 }
 
 /* The outside interface's rule list (one rule), as loader/nat.c swaps it in. */
@@ -271,6 +273,7 @@ static void iface_rules(const char *name, __u8 id)
 	c.rules[0] = id;
 	if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_EXIST))
 		die("cannot write xdpr_ifaces[%s]: %s", name, strerror(errno));
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 }
 
 /* Empty a hash map: collect the keys first (deleting while walking restarts the walk). */

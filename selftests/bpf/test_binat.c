@@ -400,11 +400,13 @@ static bool t_if_gone(void)
 
 	if (bpf_map_lookup_elem(ifaces_fd, &d->ifindex, &c) || bpf_map_delete_elem(ifaces_fd, &d->ifindex))
 		die("cannot take r1 out of xdpr_ifaces");
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 	in_frame(&f, "r0", &k);
 	ok = bstep("r1 gone: 10.0.1.2 -> 10.0.2.2 -> drop_nat_if_gone, untranslated", "r0", &f,
 		   XDPR_DROP_NAT_IF_GONE, NULL, NOEV, 1, BE(BDROP));
 	if (bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_NOEXIST))
 		die("cannot put r1 back");
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 	return ok;
 }
 

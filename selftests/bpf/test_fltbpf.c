@@ -1009,6 +1009,7 @@ static void setup_netns(void)
 		    bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_ifaces), &d->ifindex, &cfg, BPF_ANY))
 			die("cannot register %s: %s", d->name, strerror(errno));
 	}
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 	for (size_t i = 0; i < sizeof(setup_cmds) / sizeof(setup_cmds[0]); i++)
 		if (sh("/sbin/%s", setup_cmds[i]))
 			die("setup failed: %s", setup_cmds[i]);

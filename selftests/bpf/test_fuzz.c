@@ -161,9 +161,11 @@ static bool sabotage_nat(void)
 	memset(none.rules, 0, sizeof(none.rules));
 	if (bpf_map_update_elem(fd, &ifi, &none, BPF_EXIST))
 		die("cannot write xdpr_ifaces[r1]");
+	ifaces_changed(bpf_map__fd(fz_skel->maps.xdpr_if_gen));
 	bad = fz_input(seed("udp4 masq + reply")->b, seed("udp4 masq + reply")->len);
 	if (bpf_map_update_elem(fd, &ifi, &keep, BPF_EXIST))
 		die("cannot put xdpr_ifaces[r1] back");
+	ifaces_changed(bpf_map__fd(fz_skel->maps.xdpr_if_gen));
 	note("with r1's rule unbound: %s", bad ? fz_why : "no invariant broken");
 	return bad && !strcmp(bad, "nat leak");
 }
@@ -183,9 +185,11 @@ static bool sabotage_vlan(void)
 		bad.pcp[i] = (keep.pcp[i] + 1) & 7;
 	if (bpf_map_update_elem(fd, &ifi, &bad, BPF_EXIST))
 		die("cannot write xdpr_ifaces[v100]");
+	ifaces_changed(bpf_map__fd(fz_skel->maps.xdpr_if_gen));
 	why = fz_input(seed("vlan icmp4 echo r3 -> v100 (push)")->b, seed("vlan icmp4 echo r3 -> v100 (push)")->len);
 	if (bpf_map_update_elem(fd, &ifi, &keep, BPF_EXIST))
 		die("cannot put xdpr_ifaces[v100] back");
+	ifaces_changed(bpf_map__fd(fz_skel->maps.xdpr_if_gen));
 	note("with v100's egress-qos-map shifted: %s", why ? fz_why : "no invariant broken");
 	return why && !strcmp(why, "vlan");
 }

@@ -12,7 +12,10 @@
  *   - the bytes out: a forwarded frame carries the next hop's MAC, the egress
  *     MAC, TTL / hop limit - 1 and a recomputed IPv4 checksum, and is
  *     otherwise identical; any other frame must come back untouched.
- * Plus one ECMP check: source ports alone must spread flows over two next hops.
+ * Plus one ECMP check: source ports alone must spread flows over two next hops,
+ * and two on the program's per-CPU copies of the interfaces' settings: r3's
+ * ifindex is r1's + XDPR_IFC_SETS (both take the same copy), and a change
+ * to r1's settings reaches every CPU's next frame.
  * TAP on stdout; exit 1 if any case failed.
  */
 #define _GNU_SOURCE
@@ -51,6 +54,7 @@ struct dev {
 	__u32 flags;
 	__u32 ifindex;
 	__u8 hw[6];
+	const char *copy_of; /* made with the ifindex whose settings' copy it shares */
 };
 
 #define DEV(n, p, m, pm, s, fl) \
@@ -59,7 +63,9 @@ static struct dev devs[] = {
 	DEV("r0", "c0", "02:00:00:00:01:01", PEER_MAC, 1, XDPR_IF_XMIT),            /* ingress */
 	DEV("r1", "s0", "02:00:00:00:02:01", "02:00:00:00:02:09", 2, XDPR_IF_XMIT), /* egress */
 	DEV("r2", "c2", "02:00:00:00:03:01", "02:00:00:00:03:09", 0, 0), /* not xdpr's */
-	DEV("r3", "c3", "02:00:00:00:04:01", "02:00:00:00:04:09", 3, 0), /* cannot transmit */
+	/* cannot transmit; its settings' copy is r1's (struct xdpr_if_cached) */
+	{ .name = "r3", .peer = "c3", .mac = "02:00:00:00:04:01", .peer_mac = "02:00:00:00:04:09",
+	  .slot = 3, .flags = 0, .copy_of = "r1" },
 };
 
 static const char *const setup_cmds[] = {
@@ -140,11 +146,17 @@ static void setup_netns(void)
 	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
 		struct dev *d = &devs[i];
 
-		if (sh("/sbin/ip link add %s address %s type veth peer name %s address %s",
-		       d->name, d->mac, d->peer, d->peer_mac) ||
+		char index[32] = "";
+
+		if (d->copy_of)
+			snprintf(index, sizeof(index), "index %u", dev_get(d->copy_of)->ifindex + XDPR_IFC_SETS);
+		if (sh("/sbin/ip link add %s %s address %s type veth peer name %s address %s",
+		       d->name, index, d->mac, d->peer, d->peer_mac) ||
 		    sh("/sbin/ip link set %s up && /sbin/ip link set %s up", d->name, d->peer))
 			die("cannot create veth %s", d->name);
 		d->ifindex = if_nametoindex(d->name);
+		if (d->copy_of && d->ifindex != dev_get(d->copy_of)->ifindex + XDPR_IFC_SETS)
+			die("%s has ifindex %u, not %s", d->name, d->ifindex, index);
 		dev_mac(d->name, d->hw);
 	}
 	for (size_t i = 0; i < sizeof(setup_cmds) / sizeof(setup_cmds[0]); i++)
@@ -171,6 +183,7 @@ static void register_devs(struct xdpr_bpf *skel)
 		    bpf_map_update_elem(ifs, &d->ifindex, &cfg, BPF_ANY))
 			die("cannot register %s: %s", d->name, strerror(errno));
 	}
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 }
 
 /* ---- frames ---- */
@@ -413,7 +426,7 @@ static const struct tcase cases[] = {
 
 /* ---- running ---- */
 
-static int prog_fd, stats_fd, ifaces_fd, ncpus;
+static int prog_fd, stats_fd, ifaces_fd, if_gen_fd, ncpus;
 
 static const char *verdict_name(__u32 v)
 {
@@ -456,6 +469,7 @@ static bool run_case(const struct tcase *c)
 		cfg.flags = c->in_flags;
 		if (!registered || bpf_map_update_elem(ifaces_fd, &in->ifindex, &cfg, BPF_EXIST))
 			die("cannot set the flags of %s", in->name);
+		ifaces_changed(if_gen_fd);
 	}
 	if (c->off && sysctl_set(c->off, "0"))
 		die("cannot clear %s", c->off);
@@ -468,6 +482,8 @@ static bool run_case(const struct tcase *c)
 		die("cannot restore %s", c->off);
 	if (c->in_flags && bpf_map_update_elem(ifaces_fd, &in->ifindex, &saved, BPF_EXIST))
 		die("cannot restore the flags of %s", in->name);
+	if (c->in_flags)
+		ifaces_changed(if_gen_fd);
 
 	if (err) {
 		note("BPF_PROG_TEST_RUN: %s", strerror(-err));
@@ -538,6 +554,82 @@ static bool test_ecmp(void)
 	return ok && seen[0] && seen[1];
 }
 
+/*
+ * r1 and r3 take the same copy of their settings (r3's ifindex is r1's +
+ * XDPR_IFC_SETS): frames to each in turn find their own interface's, r1 a
+ * transmit target, r3 not.
+ */
+static bool test_copy_shared(void)
+{
+	static const struct tcase to_r1 = { "to r1", .ip = 4, .dst = "10.0.2.2", VIA(NH_R1, "r1") };
+	static const struct tcase to_r3 = { "to r3", .ip = 4, .dst = "10.0.4.2", R(PASS_EGRESS_NO_XMIT) };
+	bool ok = true;
+
+	note("r1 ifindex %u, r3 %u", dev_get("r1")->ifindex, dev_get("r3")->ifindex);
+	for (int i = 0; i < 4 && ok; i++) {
+		ok &= run_case(&to_r1);
+		ok &= run_case(&to_r3);
+	}
+	return ok;
+}
+
+/* Case c with the test pinned to CPU cpu. */
+static bool run_case_on(const struct tcase *c, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		note("cannot run on CPU %d: %s", cpu, strerror(errno));
+		return false;
+	}
+	return run_case(c);
+}
+
+/*
+ * r1's settings changed (XDPR_IF_XMIT off) after frames on two CPUs copied
+ * them, then put back: each CPU's next frame follows each change.
+ */
+static bool test_copy_change(void)
+{
+	static const struct tcase fwd = { "to r1", .ip = 4, .dst = "10.0.2.2", VIA(NH_R1, "r1") };
+	static const struct tcase no_xmit = { "to r1, no XDPR_IF_XMIT", .ip = 4, .dst = "10.0.2.2",
+					      R(PASS_EGRESS_NO_XMIT) };
+	__u32 r1 = dev_get("r1")->ifindex;
+	struct xdpr_iface keep, off;
+	int cpus[2], n = 0;
+	bool ok = true;
+	cpu_set_t mask;
+
+	if (sched_getaffinity(0, sizeof(mask), &mask))
+		die("sched_getaffinity: %s", strerror(errno));
+	for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
+		if (CPU_ISSET(cpu, &mask))
+			cpus[n++] = cpu;
+	if (n < 2)
+		note("one CPU to run on: the change is checked on CPU %d only", cpus[0]);
+	if (bpf_map_lookup_elem(ifaces_fd, &r1, &keep))
+		die("cannot read xdpr_ifaces[r1]: %s", strerror(errno));
+	off = keep;
+	off.flags &= ~XDPR_IF_XMIT;
+	for (int i = 0; i < n; i++)
+		ok &= run_case_on(&fwd, cpus[i]);
+	if (bpf_map_update_elem(ifaces_fd, &r1, &off, BPF_EXIST))
+		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+	ifaces_changed(if_gen_fd);
+	for (int i = 0; i < n; i++)
+		ok &= run_case_on(&no_xmit, cpus[i]);
+	if (bpf_map_update_elem(ifaces_fd, &r1, &keep, BPF_EXIST))
+		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+	ifaces_changed(if_gen_fd);
+	for (int i = 0; i < n; i++)
+		ok &= run_case_on(&fwd, cpus[i]);
+	if (sched_setaffinity(0, sizeof(mask), &mask))
+		die("cannot restore the CPU mask: %s", strerror(errno));
+	return ok;
+}
+
 int main(void)
 {
 	struct xdpr_bpf *skel;
@@ -554,12 +646,13 @@ int main(void)
 	prog_fd = bpf_program__fd(skel->progs.xdpr_main);
 	stats_fd = bpf_map__fd(skel->maps.xdpr_stats);
 	ifaces_fd = bpf_map__fd(skel->maps.xdpr_ifaces);
+	if_gen_fd = bpf_map__fd(skel->maps.xdpr_if_gen);
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus < 1)
 		die("cannot count CPUs: %s", strerror(-ncpus));
 	register_devs(skel);
 
-	printf("1..%d\n", NCASES + 1);
+	printf("1..%d\n", NCASES + 3);
 	for (int i = 0; i < NCASES; i++) {
 		if (cases[i].lwt && !lwt_route) {
 			tap(true, cases[i].name, "no LWT encap (mpls, ip, seg6) accepted by this kernel");
@@ -570,6 +663,8 @@ int main(void)
 		tap(run_case(&cases[i]), cases[i].name, NULL);
 	}
 	tap(test_ecmp(), "ip4 ecmp: source ports spread flows over both next hops", NULL);
+	tap(test_copy_shared(), "r1 and r3 share a settings copy: frames to each in turn find their own", NULL);
+	tap(test_copy_change(), "r1's settings changed and put back: each CPU's next frame follows", NULL);
 
 	xdpr_bpf__destroy(skel);
 	return tap_failed ? 1 : 0;

@@ -421,6 +421,7 @@ static bool t_big_table_sweep(void)
 	ic.rules[1] = 1;
 	if (bpf_map_update_elem(ifaces_fd, &dev_get("r1")->ifindex, &ic, BPF_EXIST))
 		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 	for (int i = 0; i < 8; i++) {
 		struct pkt k = { .src = IN2, .dst = REM, .proto = IPPROTO_UDP, .sport = 5000 + i, .dport = 53 };
 
@@ -1535,6 +1536,7 @@ static void r1_forget(void)
 
 	if (bpf_map_delete_elem(tx_fd, &ifindex) || bpf_map_delete_elem(ifaces_fd, &ifindex))
 		die("cannot delete r1's entries: %s", strerror(errno));
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 }
 
 /*
@@ -1587,6 +1589,7 @@ static bool t_if_gone(void)
 	cur_step = NULL;
 	if (bpf_map_delete_elem(ifaces_fd, &old)) /* what the loader does for a deleted interface */
 		die("cannot delete r1's settings: %s", strerror(errno));
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 	if (sh("/sbin/ip link add r1 address %s type veth peer name s0 address %s && "
 	       "/sbin/ip link set r1 up && /sbin/ip link set s0 up", r1->mac, r1->peer_mac))
 		die("cannot make r1 again");

@@ -204,6 +204,7 @@ static void register_devs(void)
 		    bpf_map_update_elem(ifaces_fd, &d[i].ifindex, &c, BPF_ANY))
 			die("cannot register ifindex %u: %s", d[i].ifindex, strerror(errno));
 	}
+	ifaces_changed(map_fd(XDPR_MAP_IF_GEN, 4, 4));
 }
 
 /* Does bpf_fib_lookup take BPF_FIB_LOOKUP_SRC?  (-EINVAL: no) */
@@ -254,6 +255,7 @@ static void rule_install(__u16 pmin, __u16 pmax)
 	c.rules[0] = RULE;
 	if (bpf_map_update_elem(ifaces_fd, &r1_if, &c, BPF_EXIST))
 		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+	ifaces_changed(map_fd(XDPR_MAP_IF_GEN, 4, 4));
 }
 
 /* Every key of a hash map (quiescent), in a malloc'ed array; returns the count. */

@@ -73,6 +73,7 @@ static void register_devs(void)
 		    bpf_map_update_elem(tx, &ids[i], &ids[i], BPF_ANY))
 			die("cannot register the devices: %s", strerror(errno));
 	}
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 }
 
 static void pton(const char *s, void *a)
@@ -364,6 +365,7 @@ int main(void)
 
 		if (bpf_map_delete_elem(ifaces, &if_r1))
 			die("cannot take r1 out of xdpr_ifaces: %s", strerror(errno));
+		ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 		tap(run_case(&detached, false), detached.name, NULL);
 		register_devs();
 	}

@@ -236,6 +236,7 @@ static void register_devs(struct xdpr_bpf *skel)
 		    bpf_map_update_elem(ifs, &d->ifindex, &cfg, BPF_ANY))
 			die("cannot register %s: %s", d->name, strerror(errno));
 	}
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 }
 
 /* ---- route tables ---- */

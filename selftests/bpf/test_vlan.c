@@ -204,6 +204,7 @@ static void register_devs(void)
 			    bpf_map_update_elem(ifaces_fd, &d->ifindex, &c, BPF_ANY))
 				die("cannot register %s: %s", d->name, strerror(errno));
 		}
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 }
 
 /* ---- frames, built from scratch ---- */
@@ -705,6 +706,7 @@ static void nat_on(bool on)
 	if (bpf_map_update_elem(ifaces_fd, &v->ifindex, &c, BPF_EXIST) ||
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.xdpr_vlan_cfg), &c.slot, &vc, BPF_ANY))
 		die("cannot give v400 its rule: %s", strerror(errno));
+	ifaces_changed(bpf_map__fd(skel->maps.xdpr_if_gen));
 	cfg_set(on ? nat_cfg_flags : 0);
 }
 
@@ -995,13 +997,16 @@ static volatile int racing;
 static void *flap_vlan(void *arg)
 {
 	struct dev *v = arg;
+	int gen_fd = bpf_map__fd(skel->maps.xdpr_if_gen);
 	struct xdpr_iface c;
 
 	if (bpf_map_lookup_elem(ifaces_fd, &v->ifindex, &c))
 		return NULL;
 	while (racing) {
 		bpf_map_delete_elem(ifaces_fd, &v->ifindex);
+		ifaces_changed(gen_fd);
 		bpf_map_update_elem(ifaces_fd, &v->ifindex, &c, BPF_ANY);
+		ifaces_changed(gen_fd);
 	}
 	return NULL;
 }

@@ -570,6 +570,7 @@ static void fz_iface_put(const struct fz_dev *d, const struct xdpr_iface *c, __u
 	    ((c->flags & XDPR_IF_VLAN) &&
 	     bpf_map_update_elem(bpf_map__fd(fz_skel->maps.xdpr_vlan_cfg), &c->slot, &vc, BPF_ANY)))
 		die("cannot write the settings of %s: %s", d->name, strerror(errno));
+	ifaces_changed(bpf_map__fd(fz_skel->maps.xdpr_if_gen));
 }
 
 static void fz_nat_install(void)
