@@ -72,33 +72,35 @@ struct {
 /*
  * Interface ifindex's settings for the packet path, NULL if xdpr is not on
  * it: this CPU's copy of its xdpr_ifaces entry, copied again when the
- * generation moved or another interface took the copy's place.  Each use
+ * generation moved, a tick began or another interface took the copy's
+ * place (xdpr_shared.h, struct xdpr_if_cached).  Each use
  * (enum xdpr_ifc_use) has copies of its own, so a later lookup of the same
  * frame never overwrites one an earlier lookup returned.  Not a global
  * function: it returns a pointer into the map.
  */
 static __noinline struct xdpr_iface *iface_get(__u32 ifindex, __u32 use)
 {
+	__u32 zero = 0, i, gen, tick = bpf_jiffies64();
 	struct xdpr_if_cached *e;
 	struct xdpr_iface *v;
-	__u32 zero = 0, i, gen;
 	__u32 *g;
 
 	g = bpf_map_lookup_elem(&xdpr_if_gen, &zero);
 	if (!g || !ifindex)
 		return NULL;
 	gen = *(volatile __u32 *)g; /* before the hash: a change after it moves it again */
-	i = (use % XDPR_IFC_USES) * XDPR_IFC_SETS + ifindex % XDPR_IFC_SETS;
+	i = use * XDPR_IFC_SETS + ifindex % XDPR_IFC_SETS; /* a use out of range: no copy, NULL */
 	e = bpf_map_lookup_elem(&xdpr_if_cache, &i);
 	if (!e)
 		return NULL;
-	if (e->ifindex == ifindex && e->gen == gen)
+	if (e->ifindex == ifindex && e->gen == gen && e->tick == tick)
 		return &e->cfg;
 	v = bpf_map_lookup_elem(&xdpr_ifaces, &ifindex);
 	if (!v)
 		return NULL;
 	e->cfg = *v;
 	e->gen = gen;
+	e->tick = tick;
 	e->ifindex = ifindex;
 	return &e->cfg;
 }

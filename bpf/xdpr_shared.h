@@ -60,9 +60,13 @@ struct xdpr_iface {
  * The packet path's own copies of xdpr_ifaces entries (bpf/maps.h,
  * iface_get): per CPU, XDPR_IFC_SETS a lookup site, entry ifindex mod
  * XDPR_IFC_SETS, an array read instead of a hash lookup.  A copy holds
- * while xdpr_if_gen[0] is the generation it was made under: the loader adds
- * one to it after every change to xdpr_ifaces (loader/core.c,
- * xdpr_ifaces_changed), so the next packet on every CPU reads the hash again.
+ * while xdpr_if_gen[0] is the generation it was made under, and for the
+ * kernel tick it was made in.  The loader adds one to the generation after
+ * every change to xdpr_ifaces (loader/core.c, xdpr_ifaces_changed), so the
+ * next packet on every CPU reads the hash again; the tick bounds how long a
+ * change whose writer was killed before it moved the generation goes
+ * unseen (a tick: 4 ms at HZ=250), and costs a CPU one hash lookup a tick
+ * per interface it sends through.
  */
 #define XDPR_IFC_SETS 64
 enum xdpr_ifc_use { XDPR_IFC_IN, XDPR_IFC_OUT, XDPR_IFC_NAT, XDPR_IFC_USES };
@@ -70,6 +74,8 @@ enum xdpr_ifc_use { XDPR_IFC_IN, XDPR_IFC_OUT, XDPR_IFC_NAT, XDPR_IFC_USES };
 struct xdpr_if_cached {
 	__u32 ifindex;      /* 0: empty */
 	__u32 gen;          /* xdpr_if_gen[0] when it was copied */
+	__u32 tick;         /* jiffies (low 32 bits) when it was copied */
+	__u32 pad;
 	struct xdpr_iface cfg;
 };
 

@@ -628,6 +628,12 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		return -ENOENT;
 	}
 	if (x->lock_fd >= 0) {
+		/*
+		 * A command killed between writing xdpr_ifaces and moving its
+		 * generation left CPUs on their copies of the old settings: the
+		 * next one under the lock moves it (best effort, as below).
+		 */
+		xdpr_ifaces_changed(x);
 		xdpr_prune_dead_ifaces(x); /* best effort: the next command tries again */
 		lift_dead_freeze(x);
 	}
@@ -697,6 +703,7 @@ int xdpr_iface_put(struct xdpr *x, __u32 ifindex, const struct xdpr_iface *c, __
 
 	if (bpf_map_update_elem(x->fd[XM_IFACES], &ifindex, c, flags))
 		return -errno;
+	xdpr_crash_point("iface", "written"); /* before the generation moves (nat_kill9.t) */
 	err = xdpr_ifaces_changed(x);
 	if (err)
 		return err;

@@ -50,6 +50,11 @@
  *   del:marked          the rule marked NAT_DELETING (for a waiting rule that
  *                       no entry lists, this is the commit)
  *   del:commit          the interface entry without the rule
+ *   iface:written       (any command) an interface entry written, the
+ *                       generation of the program's copies of the entries
+ *                       not yet moved (loader/core.c, xdpr_iface_put): the
+ *                       copies lapse within a kernel tick, so from here on
+ *                       it is as at the commit
  * and the settling steps after a commit, named after the command (add,
  * replace, del, flush, attach; "repair" when another command's repair runs
  * them): OP:retired (replaced rule retired), OP:unmarked (mark cleared),

@@ -14,8 +14,9 @@
  *     otherwise identical; any other frame must come back untouched.
  * Plus one ECMP check: source ports alone must spread flows over two next hops,
  * and two on the program's per-CPU copies of the interfaces' settings: r3's
- * ifindex is r1's + XDPR_IFC_SETS (both take the same copy), and a change
- * to r1's settings reaches every CPU's next frame.
+ * ifindex is r1's + XDPR_IFC_SETS (both take the same copy), a change to
+ * r1's settings reaches every CPU's next frame, and one whose writer never
+ * moved the generation reaches them after a kernel tick.
  * TAP on stdout; exit 1 if any case failed.
  */
 #define _GNU_SOURCE
@@ -630,6 +631,42 @@ static bool test_copy_change(void)
 	return ok;
 }
 
+/*
+ * r1's settings changed by a writer that never moved the generation (killed
+ * between the two): the copies lapse within a kernel tick, so a frame 50 ms
+ * later (5 ticks at HZ=100), on the CPU that copied them, follows the change.
+ */
+static bool test_copy_tick(void)
+{
+	static const struct tcase fwd = { "to r1", .ip = 4, .dst = "10.0.2.2", VIA(NH_R1, "r1") };
+	static const struct tcase no_xmit = { "to r1, no XDPR_IF_XMIT", .ip = 4, .dst = "10.0.2.2",
+					      R(PASS_EGRESS_NO_XMIT) };
+	__u32 r1 = dev_get("r1")->ifindex;
+	int cpu = sched_getcpu();
+	struct xdpr_iface keep, off;
+	cpu_set_t mask;
+	bool ok;
+
+	if (cpu < 0 || sched_getaffinity(0, sizeof(mask), &mask))
+		die("cannot tell the CPU: %s", strerror(errno));
+	if (bpf_map_lookup_elem(ifaces_fd, &r1, &keep))
+		die("cannot read xdpr_ifaces[r1]: %s", strerror(errno));
+	off = keep;
+	off.flags &= ~XDPR_IF_XMIT;
+	ok = run_case_on(&fwd, cpu);
+	if (bpf_map_update_elem(ifaces_fd, &r1, &off, BPF_EXIST))
+		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+	usleep(50000);
+	ok &= run_case_on(&no_xmit, cpu);
+	if (bpf_map_update_elem(ifaces_fd, &r1, &keep, BPF_EXIST))
+		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+	ifaces_changed(if_gen_fd);
+	ok &= run_case_on(&fwd, cpu);
+	if (sched_setaffinity(0, sizeof(mask), &mask))
+		die("cannot restore the CPU mask: %s", strerror(errno));
+	return ok;
+}
+
 int main(void)
 {
 	struct xdpr_bpf *skel;
@@ -652,7 +689,7 @@ int main(void)
 		die("cannot count CPUs: %s", strerror(-ncpus));
 	register_devs(skel);
 
-	printf("1..%d\n", NCASES + 3);
+	printf("1..%d\n", NCASES + 4);
 	for (int i = 0; i < NCASES; i++) {
 		if (cases[i].lwt && !lwt_route) {
 			tap(true, cases[i].name, "no LWT encap (mpls, ip, seg6) accepted by this kernel");
@@ -665,6 +702,7 @@ int main(void)
 	tap(test_ecmp(), "ip4 ecmp: source ports spread flows over both next hops", NULL);
 	tap(test_copy_shared(), "r1 and r3 share a settings copy: frames to each in turn find their own", NULL);
 	tap(test_copy_change(), "r1's settings changed and put back: each CPU's next frame follows", NULL);
+	tap(test_copy_tick(), "r1's settings changed, the generation not moved: followed after a tick", NULL);
 
 	xdpr_bpf__destroy(skel);
 	return tap_failed ? 1 : 0;

@@ -3,7 +3,9 @@
 # nat_kill9.t - kill -9 during `nat add`, `nat replace` and `nat del` (issue
 # 10: "leaves a rule that is listed but not applied ... a re-add says
 # overlaps, or creates a duplicate").  The command kills itself at every
-# step it passes (XDPR_CRASH_AT, listed in loader/nat.c); then:
+# step it passes (XDPR_CRASH_AT, listed in loader/nat.c; iface:written is
+# the commit's entry written, its generation not yet moved: loader/core.c
+# xdpr_iface_put); then:
 #   - `nat show` lists the rule at most once, and exactly as the step says
 #     (before the commit: the old state, from it on: the new one);
 #   - what is listed is what applies: a new UDP flow from C1 reaches S with
@@ -39,11 +41,28 @@ listed() {
 }
 
 # killed STEP WORDS...: `xdpr WORDS` killed at STEP (exit 137: the step was reached).
+# At iface:written (the entry written, the generation of the program's
+# copies of it not yet moved), ICMP from C2 (never translated, never
+# answered) crosses r1 from both CPUs while the command runs, as traffic
+# would on a router in service: the CPUs copy r1's settings during the
+# command, before the entry is written.
 killed() {
-	local step=$1
+	local step=$1 pids=() cpu
 	shift
+	if [ "$step" = iface:written ]; then
+		for cpu in 0 1; do
+			in_ns "$C2" taskset -c "$cpu" ping -q -i 0.002 -w 10 10.0.4.2 >/dev/null 2>&1 &
+			pids+=($!)
+		done
+		sleep 0.3
+	fi
 	XDPR_CRASH_AT=$step cli "$R" "$@"
 	is "$RC" 137 "$step: xdpr $* is killed there"
+	if [ ${#pids[@]} -gt 0 ]; then
+		sleep 0.1
+		kill "${pids[@]}" 2>/dev/null
+		wait "${pids[@]}" 2>/dev/null
+	fi
 }
 
 # consistent STEP WANT: what nat show lists is WANT (a pool address or
@@ -62,9 +81,9 @@ consistent() {
 }
 
 # ---- nat add: before the commit nothing, from it on the rule
-for step in add:prepared add:counters add:slot add:cfg add:commit add:unmarked; do
+for step in add:prepared add:counters add:slot add:cfg iface:written add:commit add:unmarked; do
 	killed "$step" nat add out r1 src "$SRC" to "$A"
-	case $step in add:commit | add:unmarked) want=$A ;; *) want= ;; esac
+	case $step in iface:written | add:commit | add:unmarked) want=$A ;; *) want= ;; esac
 	consistent "$step" "$want"
 	if [ -n "$(listed)" ]; then
 		ok "$step: nat del works" xdpr nat del out r1 src "$SRC"
@@ -79,13 +98,13 @@ done
 # ---- nat replace: the old rule until the commit, then the new one; the
 # replaced rule's flows keep their mapping either way
 for step in replace:prepared replace:counters replace:marked replace:slot replace:cfg \
-	replace:commit replace:retired replace:unmarked; do
+	iface:written replace:commit replace:retired replace:unmarked; do
 	ok "$step: nat add out r1 src $SRC to $A" xdpr nat add out r1 src "$SRC" to "$A"
 	PORT=$((PORT + 1))
 	sticky=$PORT
 	is "$(udp "$C1" ask "$sticky" 1 10.0.4.2:7000 | cut -d: -f1)" "$A" "$step: a flow on the rule ($sticky)"
 	killed "$step" nat replace out r1 src "$SRC" to "$B"
-	case $step in replace:commit | replace:retired | replace:unmarked) want=$B ;; *) want=$A ;; esac
+	case $step in iface:written | replace:commit | replace:retired | replace:unmarked) want=$B ;; *) want=$A ;; esac
 	consistent "$step" "$want"
 	is "$(udp "$C1" ask "$sticky" 1 10.0.4.2:7000 | cut -d: -f1)" "$A" \
 		"$step: the flow from before keeps its mapping"
@@ -100,7 +119,7 @@ done
 
 # ---- nat del (of a rule that replaced another, both with flows): the rule
 # until the commit, then nothing, and no flow of either rule survives
-for step in del:start del:marked del:commit del:gc del:freed del:orphan-gc del:orphan-freed del:cfg; do
+for step in del:start del:marked iface:written del:commit del:gc del:freed del:orphan-gc del:orphan-freed del:cfg; do
 	ok "$step: nat add out r1 src $SRC to $A" xdpr nat add out r1 src "$SRC" to "$A"
 	PORT=$((PORT + 1))
 	udp "$C1" ask "$PORT" 1 10.0.4.2:7000 >/dev/null
