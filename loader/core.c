@@ -57,8 +57,9 @@ const char *const map_names[XM_MAX] = {
 	[XM_DDOS_STATS] = XDPR_MAP_DDOS_STATS, [XM_DDOS_BITS] = XDPR_MAP_DDOS_BITS,
 	[XM_DDOS_SLOTS] = XDPR_MAP_DDOS_SLOTS,
 	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
-	[XM_SLOTS] = "xdpr_slot_names",   [XM_IF_GEN] = XDPR_MAP_IF_GEN,
+	[XM_SLOTS] = "xdpr_slot_names",
 	[XM_NATLOG] = XDPR_MAP_NATLOG,     [XM_CTA] = XDPR_MAP_CTA,
+	[XM_IF_GEN] = XDPR_MAP_IF_GEN,
 };
 
 /* The library's own maps (bound to the program): a router may lack them. */

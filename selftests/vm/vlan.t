@@ -32,8 +32,9 @@ VM_GUEST_ENV=("VLAN_MODE=$VLAN_MODE")
 # under emulation, 9 MB of TCP), 100-140 s more with the VLANs followed
 # after attach (each xdpr command seconds under emulation), and up to twice
 # as much on a slow shared host (901 s of its 900 on 2026-12-07, when the
-# whole `make test` took 42 minutes): more room than lib.sh's 480 s default.
-VM_QEMU_TIMEOUT=${XDPR_VM_TIMEOUT:-1200}
+# whole `make test` took 42 minutes; 1,023 s later that day, 45 minutes):
+# more room than lib.sh's 480 s default.
+VM_QEMU_TIMEOUT=${XDPR_VM_TIMEOUT:-1500}
 
 # ---------------------------------------------------------------- host requests
 
