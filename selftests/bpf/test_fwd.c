@@ -555,6 +555,31 @@ static bool test_ecmp(void)
 	return ok && seen[0] && seen[1];
 }
 
+/* The frames the settings-copy checks send: to r1, a transmit target or (its XDPR_IF_XMIT off) not. */
+static const struct tcase to_r1 = { "to r1", .ip = 4, .dst = "10.0.2.2", VIA(NH_R1, "r1") };
+static const struct tcase to_r1_no_xmit = { "to r1, no XDPR_IF_XMIT", .ip = 4, .dst = "10.0.2.2",
+					    R(PASS_EGRESS_NO_XMIT) };
+
+/* Write r1's xdpr_ifaces entry (the generation is the caller's). */
+static void r1_settings(const struct xdpr_iface *c)
+{
+	__u32 r1 = dev_get("r1")->ifindex;
+
+	if (bpf_map_update_elem(ifaces_fd, &r1, c, BPF_EXIST))
+		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+}
+
+/* r1's entry as it is, and with XDPR_IF_XMIT off. */
+static void r1_read(struct xdpr_iface *keep, struct xdpr_iface *off)
+{
+	__u32 r1 = dev_get("r1")->ifindex;
+
+	if (bpf_map_lookup_elem(ifaces_fd, &r1, keep))
+		die("cannot read xdpr_ifaces[r1]: %s", strerror(errno));
+	*off = *keep;
+	off->flags &= ~XDPR_IF_XMIT;
+}
+
 /*
  * r1 and r3 take the same copy of their settings (r3's ifindex is r1's +
  * XDPR_IFC_SETS): frames to each in turn find their own interface's, r1 a
@@ -562,7 +587,6 @@ static bool test_ecmp(void)
  */
 static bool test_copy_shared(void)
 {
-	static const struct tcase to_r1 = { "to r1", .ip = 4, .dst = "10.0.2.2", VIA(NH_R1, "r1") };
 	static const struct tcase to_r3 = { "to r3", .ip = 4, .dst = "10.0.4.2", R(PASS_EGRESS_NO_XMIT) };
 	bool ok = true;
 
@@ -594,10 +618,6 @@ static bool run_case_on(const struct tcase *c, int cpu)
  */
 static bool test_copy_change(void)
 {
-	static const struct tcase fwd = { "to r1", .ip = 4, .dst = "10.0.2.2", VIA(NH_R1, "r1") };
-	static const struct tcase no_xmit = { "to r1, no XDPR_IF_XMIT", .ip = 4, .dst = "10.0.2.2",
-					      R(PASS_EGRESS_NO_XMIT) };
-	__u32 r1 = dev_get("r1")->ifindex;
 	struct xdpr_iface keep, off;
 	int cpus[2], n = 0;
 	bool ok = true;
@@ -610,22 +630,17 @@ static bool test_copy_change(void)
 			cpus[n++] = cpu;
 	if (n < 2)
 		note("one CPU to run on: the change is checked on CPU %d only", cpus[0]);
-	if (bpf_map_lookup_elem(ifaces_fd, &r1, &keep))
-		die("cannot read xdpr_ifaces[r1]: %s", strerror(errno));
-	off = keep;
-	off.flags &= ~XDPR_IF_XMIT;
+	r1_read(&keep, &off);
 	for (int i = 0; i < n; i++)
-		ok &= run_case_on(&fwd, cpus[i]);
-	if (bpf_map_update_elem(ifaces_fd, &r1, &off, BPF_EXIST))
-		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+		ok &= run_case_on(&to_r1, cpus[i]);
+	r1_settings(&off);
 	ifaces_changed(if_gen_fd);
 	for (int i = 0; i < n; i++)
-		ok &= run_case_on(&no_xmit, cpus[i]);
-	if (bpf_map_update_elem(ifaces_fd, &r1, &keep, BPF_EXIST))
-		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+		ok &= run_case_on(&to_r1_no_xmit, cpus[i]);
+	r1_settings(&keep);
 	ifaces_changed(if_gen_fd);
 	for (int i = 0; i < n; i++)
-		ok &= run_case_on(&fwd, cpus[i]);
+		ok &= run_case_on(&to_r1, cpus[i]);
 	if (sched_setaffinity(0, sizeof(mask), &mask))
 		die("cannot restore the CPU mask: %s", strerror(errno));
 	return ok;
@@ -638,10 +653,6 @@ static bool test_copy_change(void)
  */
 static bool test_copy_tick(void)
 {
-	static const struct tcase fwd = { "to r1", .ip = 4, .dst = "10.0.2.2", VIA(NH_R1, "r1") };
-	static const struct tcase no_xmit = { "to r1, no XDPR_IF_XMIT", .ip = 4, .dst = "10.0.2.2",
-					      R(PASS_EGRESS_NO_XMIT) };
-	__u32 r1 = dev_get("r1")->ifindex;
 	int cpu = sched_getcpu();
 	struct xdpr_iface keep, off;
 	cpu_set_t mask;
@@ -649,19 +660,14 @@ static bool test_copy_tick(void)
 
 	if (cpu < 0 || sched_getaffinity(0, sizeof(mask), &mask))
 		die("cannot tell the CPU: %s", strerror(errno));
-	if (bpf_map_lookup_elem(ifaces_fd, &r1, &keep))
-		die("cannot read xdpr_ifaces[r1]: %s", strerror(errno));
-	off = keep;
-	off.flags &= ~XDPR_IF_XMIT;
-	ok = run_case_on(&fwd, cpu);
-	if (bpf_map_update_elem(ifaces_fd, &r1, &off, BPF_EXIST))
-		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+	r1_read(&keep, &off);
+	ok = run_case_on(&to_r1, cpu);
+	r1_settings(&off);
 	usleep(50000);
-	ok &= run_case_on(&no_xmit, cpu);
-	if (bpf_map_update_elem(ifaces_fd, &r1, &keep, BPF_EXIST))
-		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
+	ok &= run_case_on(&to_r1_no_xmit, cpu);
+	r1_settings(&keep);
 	ifaces_changed(if_gen_fd);
-	ok &= run_case_on(&fwd, cpu);
+	ok &= run_case_on(&to_r1, cpu);
 	if (sched_setaffinity(0, sizeof(mask), &mask))
 		die("cannot restore the CPU mask: %s", strerror(errno));
 	return ok;
