@@ -158,14 +158,16 @@ csum_errors() {
 #   hairpin SPORT WAIT DST:PORT
 #       like ask for DST, then waits WAIT seconds for one datagram from anyone
 #       else, prints "got ADDR:PORT DATA" and answers "c1 saw ADDR:PORT".
+#   A DST with more than one ":" is IPv6 (ADDR:PORT, split at the last ":").
 #   Environment for ask and hairpin: NAT_UDP_SIZE=N pads the request to N
 #   bytes, NAT_UDP_DF=0 clears DF (the kernel may fragment), NAT_UDP_NOCSUM=1
 #   sends without UDP checksum (SO_NO_CHECK), NAT_UDP_BIND=ADDR binds the
 #   socket to that local address, NAT_UDP_IPOPT=1 adds 4 bytes of
 #   IPv4 options (NOPs).
-#   serve PORT
+#   serve PORT [6]
 #       (server side) answers every datagram with its sender's "ADDR:PORT"
-#       (and outlives senders it cannot answer).
+#       ("[ADDR]:PORT" over IPv6, with 6) and outlives senders it cannot
+#       answer.  One process, no fork: an answer never waits for a child.
 #   refuse PORT WAIT
 #       (server side) receives one datagram, connect()s to its sender, sends
 #       it two more after 1 s and prints "refused" when an ICMP port
@@ -175,8 +177,11 @@ import os, socket, sys, time, select
 
 SIZE = int(os.environ.get("NAT_UDP_SIZE", "0"))
 
-def sock(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def v6(dst):
+    return dst.count(":") > 1
+
+def sock(port, six=False):
+    s = socket.socket(socket.AF_INET6 if six else socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if os.environ.get("NAT_UDP_DF") == "0":
         s.setsockopt(socket.IPPROTO_IP, 10, 0)     # IP_MTU_DISCOVER = IP_PMTUDISC_DONT
@@ -184,12 +189,16 @@ def sock(port):
         s.setsockopt(socket.SOL_SOCKET, 11, 1)     # SO_NO_CHECK
     if os.environ.get("NAT_UDP_IPOPT") == "1":
         s.setsockopt(socket.IPPROTO_IP, 4, b"\x01\x01\x01\x00")  # IP_OPTIONS: NOP NOP NOP EOL
-    s.bind((os.environ.get("NAT_UDP_BIND", "0.0.0.0"), port))
+    s.bind((os.environ.get("NAT_UDP_BIND", "::" if six else "0.0.0.0"), port))
     return s
+
+def who(frm):
+    return ("[%s]:%d" if len(frm) == 4 else "%s:%d") % frm[:2]
 
 def ask(s, dst, timeout):
     host, port = dst.rsplit(":", 1)
     peer = (host, int(port))
+    fam = socket.AF_INET6 if v6(dst) else socket.AF_INET
     msg = b"ping\n"
     if SIZE > len(msg):
         msg = b"ping" + b"x" * (SIZE - 5) + b"\n"
@@ -200,34 +209,33 @@ def ask(s, dst, timeout):
         if left <= 0 or not select.select([s], [], [], left)[0]:
             return None
         data, frm = s.recvfrom(2048)
-        if frm == peer:
+        if frm[1] == peer[1] and socket.inet_pton(fam, frm[0]) == socket.inet_pton(fam, host):
             return data.decode(errors="replace").strip()
 
 a = sys.argv[1:]
 if a[0] == "ask":
-    s, rc = sock(int(a[1])), 0
+    s, rc = sock(int(a[1]), v6(a[3])), 0
     for d in a[3:]:
         r = ask(s, d, float(a[2]))
         print(r if r else "timeout", flush=True)
         rc |= r is None
     sys.exit(rc)
 elif a[0] == "hairpin":
-    s = sock(int(a[1]))
+    s = sock(int(a[1]), v6(a[3]))
     r = ask(s, a[3], 2.0)
     print(r if r else "timeout", flush=True)
     if not select.select([s], [], [], float(a[2]))[0]:
         print("nothing received", flush=True)
         sys.exit(1)
     data, frm = s.recvfrom(2048)
-    who = "%s:%d" % frm
-    print("got %s %s" % (who, data.decode(errors="replace").strip()[:4]), flush=True)
-    s.sendto(("c1 saw %s\n" % who).encode(), frm)
+    print("got %s %s" % (who(frm), data.decode(errors="replace").strip()[:4]), flush=True)
+    s.sendto(("c1 saw %s\n" % who(frm)).encode(), frm)
 elif a[0] == "serve":
-    s = sock(int(a[1]))
+    s = sock(int(a[1]), a[2:3] == ["6"])
     while True:
         data, frm = s.recvfrom(65536)
         try:
-            s.sendto(("%s:%d\n" % frm).encode(), frm)
+            s.sendto(("%s\n" % who(frm)).encode(), frm)
         except OSError:
             pass  # a sender it has no route to (a leak) must not end the server
 elif a[0] == "refuse":
@@ -278,11 +286,11 @@ for src in sys.argv[4:]:
 EOF
 }
 
-# udp_echo NS PORT: background UDP server answering every datagram with the
-# sender's address as it sees it ("ADDR:PORT").
+# udp_echo NS PORT [6]: background UDP server answering every datagram with
+# the sender's address as it sees it ("ADDR:PORT"; with 6, IPv6: "[ADDR]:PORT").
 udp_echo() {
 	local i
-	timeout 300 ip netns exec "$1" "$NAT_PY" "$T_TMP/nat_udp.py" serve "$2" 2>/dev/null &
+	timeout 300 ip netns exec "$1" "$NAT_PY" "$T_TMP/nat_udp.py" serve "$2" ${3:+"$3"} 2>/dev/null &
 	for ((i = 0; i < 50; i++)); do
 		[ -n "$(in_ns "$1" ss -Huln "sport = :$2" 2>/dev/null)" ] && return 0
 		sleep 0.1

@@ -125,7 +125,6 @@ for p in rdpcap(sys.argv[1]):
 PY
 }
 
-t_init
 npt_topo
 
 MAPPED=$(npt_map $C1A $INP $OUTP)
@@ -171,11 +170,10 @@ cap_start in "$C1" c1 ip6 || fail "capture on c1"
 cap_start out "$H" h0 ip6 || fail "capture on h0"
 o0=$(npt_ctr translated_out) i0=$(npt_ctr translated_in) e0=$(npt_ctr icmp_errors) k0=$(fwd6)
 ok "ping6 C1 -> S through NPTv6" in_ns "$C1" ping -6 -c3 -i0.2 -W2 -q 2001:db8:4::2
-timeout 30 ip netns exec "$S" socat -u UDP6-RECVFROM:7001,reuseaddr SYSTEM:'cat >/dev/null; true' 2>/dev/null &
-timeout 30 ip netns exec "$S" socat UDP6-LISTEN:7000,reuseaddr,fork SYSTEM:'echo $SOCAT_PEERADDR' 2>/dev/null &
-wait_listen "$S" 7000 udp || fail "UDP server on S port 7000 did not start"
-is "$(norm "$(T_TIMEOUT=10 in_ns "$C1" socat -t 3 - UDP6:[2001:db8:4::2]:7000 <<<"hello-udp" 2>/dev/null)")" \
-	"$MAPPED" "UDP: S sees the source as $MAPPED"
+# (one python process answers: socat's fork server, under load, once took
+# more than the client's 3 s to answer a datagram it had received)
+udp_echo "$S" 7000 6 || fail "UDP server on S port 7000 did not start"
+is "$(norm "$(udp "$C1" ask 0 5 2001:db8:4::2:7000)")" "$MAPPED" "UDP: S sees the source as $MAPPED"
 make_file "$T_TMP/blob" 1
 timeout 40 ip netns exec "$S" socat -u "OPEN:$T_TMP/blob,rdonly" TCP6-LISTEN:7002,reuseaddr 2>/dev/null &
 spid=$!
@@ -219,7 +217,10 @@ num "$(jq -s '[.[] | select(.dst == "'$C1A'" and .icmp == 3 and .qsrc == "'$C1A'
 nout=$(jq -s '[.[] | select(.src == "'$MAPPED'")] | length' "$T_TMP/out.json")
 # (not the one whose hop limit ends at R: it goes to the kernel as it came)
 nin=$(jq -s '[.[] | select(.dst == "'$MAPPED'" and .hlim > 1)] | length' "$T_TMP/out.json")
-num "$nout" -ge 50 "h0: $nout packets from $MAPPED"
+# at least: 3 echo requests, 1 datagram, TCP's SYN, ACK and FIN and the
+# traceroute's probes for hops 2 and 3 (how many ACKs the 1 MB takes
+# depends on GRO: 48 to 148 in all were seen)
+num "$nout" -ge 9 "h0: $nout packets from $MAPPED"
 is "$(( $(npt_ctr translated_out) - o0 ))" "$nout" "translated_out grew by exactly the packets seen leaving with source $MAPPED"
 is "$(( $(npt_ctr translated_in) - i0 ))" "$nin" "translated_in grew by exactly the packets H sent to $MAPPED ($nin)"
 num "$(( $(npt_ctr icmp_errors) - e0 ))" -ge 1 "icmp_errors grew (time exceeded from H)"
@@ -233,9 +234,7 @@ ip -n "$H" -6 route add 2001:db8:1:77::/64 via 2001:db8:ff::1
 M64=$(npt_map $C1A fd01:203:405:1::/64 2001:db8:1:77::/64)
 ok "nat add npt r1 inside fd01:203:405:1::/64 outside 2001:db8:1:77::/64" \
 	xdpr nat add npt r1 inside fd01:203:405:1::/64 outside 2001:db8:1:77::/64
-timeout 30 ip netns exec "$S" socat UDP6-LISTEN:7003,reuseaddr,fork SYSTEM:'echo $SOCAT_PEERADDR' 2>/dev/null &
-wait_listen "$S" 7003 udp || fail "UDP server on S port 7003 did not start"
-is "$(norm "$(T_TIMEOUT=10 in_ns "$C1" socat -t 3 - UDP6:[2001:db8:4::2]:7003 <<<"hello-64" 2>/dev/null)")" \
+is "$(norm "$(udp "$C1" ask 0 5 2001:db8:4::2:7000)")" \
 	"$M64" "/64: S sees $C1A as $M64 (computed here; the adjustment in the identifier's first word)"
 ok "/64: ping6 C1 -> S" in_ns "$C1" ping -6 -c2 -i0.2 -W2 -q 2001:db8:4::2
 
