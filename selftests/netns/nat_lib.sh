@@ -289,12 +289,8 @@ EOF
 # udp_echo NS PORT [6]: background UDP server answering every datagram with
 # the sender's address as it sees it ("ADDR:PORT"; with 6, IPv6: "[ADDR]:PORT").
 udp_echo() {
-	local i
 	timeout 300 ip netns exec "$1" "$NAT_PY" "$T_TMP/nat_udp.py" serve "$2" ${3:+"$3"} 2>/dev/null &
-	for ((i = 0; i < 50; i++)); do
-		[ -n "$(in_ns "$1" ss -Huln "sport = :$2" 2>/dev/null)" ] && return 0
-		sleep 0.1
-	done
+	wait_listen "$1" "$2" udp && return 0
 	diag "UDP server on port $2 did not start"
 	return 1
 }

@@ -170,7 +170,7 @@ cap_start in "$C1" c1 ip6 || fail "capture on c1"
 cap_start out "$H" h0 ip6 || fail "capture on h0"
 o0=$(npt_ctr translated_out) i0=$(npt_ctr translated_in) e0=$(npt_ctr icmp_errors) k0=$(fwd6)
 ok "ping6 C1 -> S through NPTv6" in_ns "$C1" ping -6 -c3 -i0.2 -W2 -q 2001:db8:4::2
-# (one python process answers: socat's fork server, under load, once took
+# (one python process answers: socat's fork server, under load, often took
 # more than the client's 3 s to answer a datagram it had received)
 udp_echo "$S" 7000 6 || fail "UDP server on S port 7000 did not start"
 is "$(norm "$(udp "$C1" ask 0 5 2001:db8:4::2:7000)")" "$MAPPED" "UDP: S sees the source as $MAPPED"
