@@ -1471,19 +1471,22 @@ detach:
 			devs[n++] = (char *)have->link[i].name;
 	if (!n)
 		return 0;
+	/* the interfaces that stay keep their NAT and filter (as link detach) */
+	if (xdpr_detach_check(x, devs, n))
+		return ERR("link detach %s: %s", devs[0], x->err);
 	/*
 	 * Their NAT rules went above, unless the file keeps one: it stays,
 	 * waiting for the interface (its inside sources are dropped meanwhile).
 	 */
 	for (int i = 0; i < n; i++) {
-		unsigned int flags = XDPR_F_FORCE;
+		unsigned int flags = XDPR_F_FORCE | XDPR_F_SET_CHECKED;
 
 		for (int k = 0; k < want->nnat; k++)
 			if (!strcmp(want->nat[k].dev, devs[i]))
-				flags = XDPR_F_KEEP_RULES;
+				flags = XDPR_F_KEEP_RULES | XDPR_F_SET_CHECKED;
 		for (int k = 0; k < want->nbinat; k++)
 			if (!strncmp(want->binat[k].r.ifname, devs[i], IF_NAMESIZE))
-				flags = XDPR_F_KEEP_RULES;
+				flags = XDPR_F_KEEP_RULES | XDPR_F_SET_CHECKED;
 		if (xdpr_detach(x, &devs[i], 1, flags)) {
 			char e[sizeof(x->err)];
 

@@ -19,7 +19,9 @@ static void link_usage(void)
 		"attach ... force: replace another XDP program on DEV, and attach although\n"
 		"       netfilter has forward rules (nftables, iptables) or ingress/egress\n"
 		"       chains on DEV, which packets forwarded by XDP bypass\n"
-		"detach ... force: detach although DEV has NAT rules (they are removed)\n");
+		"detach ... force: detach although DEV has NAT rules (they are removed), or\n"
+		"       another interface translates or the filter is in force (the kernel\n"
+		"       then forwards DEV's traffic untranslated and unfiltered)\n");
 }
 
 #define USAGE(...) (snprintf(err, len, __VA_ARGS__), EXIT_USAGE)

@@ -136,6 +136,8 @@ struct xdpr {
 };
 
 #define XDPR_F_FORCE 1u /* replace a foreign XDP program */
+#define XDPR_F_SET_CHECKED 4u /* detach: the caller checked the whole set being detached
+                                 (xdpr_detach_check) and detaches it a piece at a time */
 #define XDPR_F_KEEP_RULES 2u /* detach: an interface's NAT rules stay, waiting for it (its
                                 inside sources dropped meanwhile: drop_nat_if_gone) */
 
@@ -172,6 +174,19 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
  * unless XDPR_F_FORCE (its rules and their sessions are then removed).
  */
 int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags);
+/*
+ * Ports detached while other interfaces keep xdpr: the kernel forwards
+ * their traffic by its own rules, out of a NAT interface untranslated and
+ * past the filter.  So xdpr_detach() refuses (-EBUSY, x->err says why and
+ * the ways out), unless XDPR_F_FORCE, while an interface that stays
+ * translates (NAT, forwards, 1:1, NPTv6 rules, rules waiting for it) or
+ * the filter is in force; a detach of every interface is allowed.  The
+ * ports go in the order that keeps translating the longest: those that
+ * translate first.  xdpr_detach_check() is that check for a caller that
+ * detaches a set a piece at a time (then XDPR_F_SET_CHECKED): ifnames
+ * reordered in place (attached ports in that order first).
+ */
+int xdpr_detach_check(struct xdpr *x, char **ifnames, int n);
 
 /*
  * The MAC of every attached interface written again where it changed

@@ -818,6 +818,139 @@ int xdpr_link_sync(struct xdpr *x)
 	return changed;
 }
 
+/*
+ * Does this interface translate (NAT rules, forwards, 1:1 rules, rules
+ * waiting for it, NPTv6 rules)?  npt: the outside interfaces of NPTv6
+ * rules, nnpt of them.
+ */
+static bool nat_role(struct xdpr *x, const struct xdpr_link *l, const __u32 *npt, int nnpt)
+{
+	if (l->has_cfg && (l->cfg.nrules ||
+			   (l->cfg.flags & (XDPR_IF_FWD | XDPR_IF_BINAT | XDPR_IF_NAT_PENDING))))
+		return true;
+	for (int i = 0; i < nnpt; i++)
+		if (npt[i] == l->ifindex)
+			return true;
+	return xdpr_binat_names(x, l->ifindex);
+}
+
+/* The outside interfaces of NPTv6 rules into npt (XDPR_NPT_MAX): how many (0 when unreadable). */
+static int npt_ifaces(struct xdpr *x, __u32 *npt)
+{
+	struct xdpr_npt_info *r;
+	char keep[sizeof(x->err)];
+	int n;
+
+	if (x->fd[XM_NPT] < 0 || !(r = calloc(XDPR_NPT_MAX, sizeof(*r))))
+		return 0;
+	memcpy(keep, x->err, sizeof(keep));
+	n = xdpr_npt_list(x, r, XDPR_NPT_MAX);
+	memcpy(x->err, keep, sizeof(keep));
+	for (int i = 0; i < n; i++)
+		npt[i] = r[i].r.ifindex;
+	free(r);
+	return n > 0 ? n : 0;
+}
+
+/*
+ * Ports detached while others stay: their traffic is then forwarded by the
+ * kernel, by its own rules.  Out of an interface that translates it would
+ * leave untranslated (xdpr's NAT state is not the kernel's), and it would
+ * skip xdpr's filter.  Refused while another attached interface does NAT
+ * or the filter is in force; the ports of todo[0..cnt) (VLANs follow their
+ * ports) are put in the order that keeps xdpr's translation the longest:
+ * those that translate first.  0 or -EBUSY with x->err.
+ */
+static int lone_check(struct xdpr *x, const struct xdpr_link **todo, int cnt, bool refuse)
+{
+	__u32 npt[XDPR_NPT_MAX];
+	int nnpt = npt_ifaces(x, npt), ports = 0;
+	const struct xdpr_link *stay_nat = NULL, *first = NULL;
+	bool stays = false;
+	struct xdpr_cfg c;
+
+	while (ports < cnt && !todo[ports]->parent)
+		ports++;
+	/* stable: the translating ports to the front */
+	for (int i = 1, k = 0; i < ports; i++) {
+		const struct xdpr_link *l = todo[i];
+
+		while (k < i && nat_role(x, todo[k], npt, nnpt))
+			k++;
+		if (k < i && nat_role(x, l, npt, nnpt)) {
+			memmove(&todo[k + 1], &todo[k], (i - k) * sizeof(todo[0]));
+			todo[k] = l;
+		}
+	}
+	for (int i = 0; i < x->nlinks; i++) {
+		const struct xdpr_link *l = &x->links[i];
+		bool going = false;
+
+		for (int k = 0; k < cnt; k++)
+			going |= todo[k] == l || (l->parent && todo[k]->ifindex == l->parent);
+		if (going)
+			continue;
+		stays = true;
+		if (!stay_nat && nat_role(x, l, npt, nnpt))
+			stay_nat = l;
+	}
+	for (int k = 0; k < ports && !first; k++)
+		if (!nat_role(x, todo[k], npt, nnpt))
+			first = todo[k];
+	if (!refuse || !stays || !ports)
+		return 0;
+	if (!first)
+		first = todo[0];
+	if (stay_nat) {
+		seterr(x, "without xdpr, \"%s\"'s traffic would leave NAT interface \"%s\" untranslated "
+			  "(the kernel forwards it); detach \"%s\" first, or every interface (\"link "
+			  "detach all\"), or use \"force\"", first->name, stay_nat->name, stay_nat->name);
+		return -EBUSY;
+	}
+	if (!xdpr_cfg_get(x, &c) && (c.flags & XDPR_CFG_FILTER)) {
+		seterr(x, "without xdpr, \"%s\"'s traffic would skip the filter (the kernel forwards "
+			  "it); empty the filter first (filter flush, filter policy accept), or detach "
+			  "every interface (\"link detach all\"), or use \"force\"", first->name);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int xdpr_detach_check(struct xdpr *x, char **ifnames, int n)
+{
+	const struct xdpr_link *todo[XDPR_MAX_IFACES];
+	char *order[XDPR_MAX_IFACES];
+	int cnt = 0, k = 0, err;
+
+	for (int i = 0; i < n && i < XDPR_MAX_IFACES; i++) {
+		const struct xdpr_link *l = xdpr_link_find(x, ifnames[i]);
+
+		if (l && !l->parent)
+			todo[cnt++] = l;
+	}
+	err = lone_check(x, todo, cnt, true);
+	if (err)
+		return err;
+	/* attached ports first, in the safe order, then the other names as they were */
+	for (int i = 0; i < cnt; i++)
+		order[k++] = (char *)todo[i]->name;
+	for (int i = 0; i < n && i < XDPR_MAX_IFACES; i++) {
+		const struct xdpr_link *l = xdpr_link_find(x, ifnames[i]);
+
+		if (!l || l->parent)
+			order[k++] = ifnames[i];
+	}
+	/* todo's names are x's: copy them back into the caller's pointers */
+	for (int i = 0; i < k; i++)
+		for (int j = 0; j < n; j++)
+			if (!strcmp(ifnames[j], order[i])) {
+				order[i] = ifnames[j];
+				break;
+			}
+	memcpy(ifnames, order, k * sizeof(char *));
+	return 0;
+}
+
 int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 {
 	const struct xdpr_link *todo[XDPR_MAX_IFACES];
@@ -884,6 +1017,11 @@ int xdpr_detach(struct xdpr *x, char *const *ifnames, int n, unsigned int flags)
 			       todo[i]->name, todo[i]->name);
 			return -EBUSY;
 		}
+
+	/* the rest of the router keeps its NAT and its filter (unless "force"); the safe order */
+	err = lone_check(x, todo, cnt, !(flags & (XDPR_F_FORCE | XDPR_F_SET_CHECKED)));
+	if (err)
+		return err;
 
 	/*
 	 * All or nothing: every interface off, or none.  The programs are held

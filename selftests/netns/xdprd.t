@@ -329,7 +329,7 @@ is "$(pcap_count "$T_TMP/leak2.pcap" "$LEAK_FILTER")" 0 \
 num "$(probes_after "$T_TMP/leak2.pcap" "$t_back")" -ge 1 \
 	"... while C1's probes ran through it: they reach S translated once r1 is there"
 # a manual detach stays (the detach's own link notification is not an interface appearing)
-ok "xdpr link detach r2 (by hand, beside the daemon)" xdpr link detach r2
+ok "xdpr link detach r2 force (by hand, beside the daemon; r1 masquerades)" xdpr link detach r2 force
 sleep 1
 is "$(xdpr -j link show | jq -r '[.[] | select(.state == "attached") | .dev] | sort | join(" ")')" "r0 r1" \
 	"a second later r2 is still detached"
