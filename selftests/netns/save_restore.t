@@ -139,8 +139,14 @@ is "$(xdpr -j nat show | jq -r '.[] | "\(.dev) \(.src)/\(.src_len)"')" "r1 10.0.
 like "$(tcp_ask "$C1" 10.0.4.2 7000)" '^10\.0\.2\.1:[0-9]+$' "C1 is masqueraded by it"
 
 # ---- a NAT rule for an interface the file does not attach: it waits, and its inside is dropped
-grep -v '^link attach' "$T_TMP/src" >"$T_TMP/wait"
-echo 'link attach r0 r2' >>"$T_TMP/wait"
+# (with the filter kept, leaving r1 out is refused: r1's traffic would skip it, as link detach says)
+grep -v '^link attach' "$T_TMP/src" >"$T_TMP/wait_flt"
+echo 'link attach r0 r2' >>"$T_TMP/wait_flt"
+cli "$R" restore "$T_TMP/wait_flt"
+is "$RC" 1 "r1 left out, the filter kept: exit 1"
+like "$ERR" '^Error: link detach r1: without xdpr, "r1"'"'"'s traffic would skip the filter' \
+	"... r1's traffic would skip the filter"
+grep -v '^filter ' "$T_TMP/wait_flt" >"$T_TMP/wait"
 leak_start
 cli "$R" -j restore "$T_TMP/wait"
 is "$RC" 0 "r1 left out, its rule kept: exit 0" || diag "$ERR"
