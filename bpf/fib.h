@@ -43,13 +43,18 @@ static __always_inline int claim_egress(const struct xdpr_iface *in, __u32 egres
 {
 	struct xdpr_iface *out = iface_get(egress, XDPR_IFC_OUT);
 	struct xdpr_l2 *l2 = l2_scratch();
-	__u32 port = egress;
+	struct xdpr_cfg *cfg;
+	__u32 port = egress, zero = 0;
 
 	if (!out || !l2)
 		return XDPR_PASS_EGRESS_NOT_XDPR;
 	/* Generic-mode ingress transmits through the stack: any device works. */
 	if (!(in->flags & XDPR_IF_GENERIC) && !(out->flags & XDPR_IF_XMIT))
 		return XDPR_PASS_EGRESS_NO_XMIT;
+	/* netfilter's forward rules would be bypassed: the kernel forwards it, where they apply */
+	cfg = bpf_map_lookup_elem(&xdpr_cfg, &zero);
+	if (cfg && (cfg->flags & XDPR_CFG_NFT_POLICY))
+		return XDPR_PASS_NFT_POLICY;
 	/* a VLAN's frames leave through its port, tagged on the way out (vlan_out) */
 	if (out->flags & XDPR_IF_VLAN)
 		port = out->parent;

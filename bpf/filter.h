@@ -123,7 +123,7 @@ static __always_inline int reason_kernel_forwards(int r)
 	return r == XDPR_PASS_ROUTE || r == XDPR_PASS_ROUTE_GW || r == XDPR_PASS_FIB_NO_NEIGH ||
 	       r == XDPR_PASS_FIB_FRAG_NEEDED || r == XDPR_PASS_EGRESS_NOT_XDPR ||
 	       r == XDPR_PASS_EGRESS_NO_XMIT || r == XDPR_PASS_IP4_OPTIONS || r == XDPR_PASS_IP4_FRAG ||
-	       r == XDPR_PASS_IP6_EXTHDR;
+	       r == XDPR_PASS_IP6_EXTHDR || r == XDPR_PASS_NFT_POLICY;
 }
 
 static __always_inline struct flt_pkt *flt_scratch(void)

@@ -202,7 +202,8 @@ unmappable:
 static __always_inline int npt6_kernel_forwards(int r)
 {
 	return r == XDPR_PASS_ROUTE || r == XDPR_PASS_ROUTE_GW || r == XDPR_PASS_FIB_NO_NEIGH ||
-	       r == XDPR_PASS_EGRESS_NOT_XDPR || r == XDPR_PASS_EGRESS_NO_XMIT || r == XDPR_PASS_IP6_EXTHDR;
+	       r == XDPR_PASS_EGRESS_NOT_XDPR || r == XDPR_PASS_EGRESS_NO_XMIT || r == XDPR_PASS_IP6_EXTHDR ||
+	       r == XDPR_PASS_NFT_POLICY;
 }
 
 /*

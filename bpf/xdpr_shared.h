@@ -177,6 +177,11 @@ enum xdpr_reason {
 	/* DDoS defence (appended) */
 	XDPR_DROP_DDOS_BAN,      /* its source or destination is banned (ddos.h)   */
 
+	/* netfilter (appended) */
+	XDPR_PASS_NFT_POLICY,    /* netfilter has forward rules XDP would bypass
+	                            (XDPR_CFG_NFT_POLICY): the kernel forwards it,
+	                            translated where NAT applied */
+
 	XDPR_REASON_MAX
 };
 
@@ -198,7 +203,7 @@ static inline int xdpr_reason_verdict(int reason)
 	if ((reason >= XDPR_TX_ICMP_FRAG && reason <= XDPR_TX_ICMP_TTL) ||
 	    reason == XDPR_TX_FILTER_REJECT)
 		return 3; /* XDP_TX */
-	if (reason == XDPR_PASS_VLAN_QINQ)
+	if (reason == XDPR_PASS_VLAN_QINQ || reason == XDPR_PASS_NFT_POLICY)
 		return 2;
 	if (reason >= XDPR_DROP_SHORT && reason < XDPR_REASON_MAX)
 		return 1; /* XDP_DROP */
@@ -299,6 +304,13 @@ enum xdpr_cfg_flags {
 	XDPR_CFG_FILTER  = 1 << 3, /* the filter has rules or policy drop: forwarded packets meet it */
 	XDPR_CFG_BINAT   = 1 << 4, /* at least one 1:1 NAT rule exists (the NAT steps run) */
 	XDPR_CFG_FLOWS   = 1 << 5, /* the flow meter counts forwarded packets (bpf/flow.h) */
+	/*
+	 * netfilter has rules forwarded packets would bypass through XDP (an
+	 * nft forward policy added after attach, loader/core.c xdpr_nf_follow)
+	 * and no port was attached with "force": what the fast path would
+	 * redirect goes to the kernel instead (pass_nft_policy), after NAT
+	 */
+	XDPR_CFG_NFT_POLICY = 1 << 14,
 };
 
 /* xdpr_cfg[0]: router-wide settings. */

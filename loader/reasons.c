@@ -55,6 +55,7 @@ static const struct {
 	[XDPR_PASS_VLAN_QINQ]        = { "pass_vlan_qinq",   "802.1ad outer tag or stacked VLAN tags" },
 	[XDPR_DROP_VLAN_PUSH]        = { "drop_vlan_push",   "no headroom to put the egress VLAN tag on" },
 	[XDPR_DROP_DDOS_BAN]         = { "drop_ddos_ban",    "DDoS: its source or destination is banned" },
+	[XDPR_PASS_NFT_POLICY]       = { "pass_nft_policy",  "netfilter has forward rules XDP would bypass: the kernel forwards it (translated)" },
 };
 
 const char *xdpr_reason_name(int r)
