@@ -780,8 +780,68 @@ int xdpr_refresh(struct xdpr *x)
 	return err == -ENOENT ? 0 : err;
 }
 
+int xdpr_nf_follow(struct xdpr *x, struct xdpr_nf_report *nf)
+{
+	static struct xdpr_nf_report scratch;
+	char *devs[XDPR_MAX_IFACES];
+	bool acked = true;
+	struct xdpr_cfg c;
+	__u32 zero = 0, want;
+	int n = 0, ret, ports = 0;
+
+	if (!nf)
+		nf = &scratch;
+	memset(nf, 0, sizeof(*nf));
+	x->nf_followed = true;
+	if (x->fd[XM_CFG] < 0 || !x->nlinks)
+		return 0;
+	for (int i = 0; i < x->nlinks; i++) {
+		devs[n++] = x->links[i].name;
+		if (!x->links[i].parent) {
+			ports++;
+			acked &= x->links[i].forced;
+		}
+	}
+	ret = xdpr_nf_check(x, devs, n, nf);
+	if (ret < 0)
+		return ret; /* unreadable: the fast path stays as it was */
+	want = ret > 0 && !(acked && ports) ? XDPR_CFG_NFT_POLICY : 0;
+	if (bpf_map_lookup_elem(x->fd[XM_CFG], &zero, &c)) {
+		seterr(x, "cannot read the configuration: %s", strerror(errno));
+		return -errno;
+	}
+	if ((c.flags & XDPR_CFG_NFT_POLICY) != want) {
+		c.flags = (c.flags & ~XDPR_CFG_NFT_POLICY) | want;
+		if (bpf_map_update_elem(x->fd[XM_CFG], &zero, &c, BPF_EXIST)) {
+			seterr(x, "cannot write the configuration: %s", strerror(errno));
+			return -errno;
+		}
+	}
+	return want ? 1 : ret > 0 ? 2 : 0;
+}
+
+/*
+ * The end of a change under the lock: netfilter looked at again on the
+ * router as it is now (a view of its own: x stays as the caller left it,
+ * its messages included).  Best effort: a ruleset that cannot be read
+ * leaves the fast path as it was.
+ */
+static void nf_follow_now(const struct xdpr *x)
+{
+	struct xdpr *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return;
+	if (!xdpr_open(v, 0) && v->fd[XM_CFG] >= 0 && x->fd[XM_CFG] >= 0)
+		xdpr_nf_follow(v, NULL);
+	xdpr_close(v);
+	free(v);
+}
+
 void xdpr_close(struct xdpr *x)
 {
+	if (x->lock_fd >= 0 && !x->nf_followed && x->fd[XM_CFG] >= 0)
+		nf_follow_now(x);
 	for (int m = 0; m < XM_MAX; m++) {
 		if (x->fd[m] >= 0)
 			close(x->fd[m]);

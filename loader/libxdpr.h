@@ -133,6 +133,7 @@ struct xdpr {
 	char err[512];
 	char note[512];     /* warnings worth showing after a successful change, one a line */
 	char info[2048];    /* what a change did besides, one a line (VLANs enrolled, ...) */
+	bool nf_followed;   /* xdpr_nf_follow() ran since xdpr_open() */
 };
 
 #define XDPR_F_FORCE 1u /* replace a foreign XDP program */
@@ -193,6 +194,14 @@ int xdpr_detach_check(struct xdpr *x, char **ifnames, int n);
  * (ip link set DEV address ...): how many changed, or -errno with x->err.
  */
 int xdpr_link_sync(struct xdpr *x);
+/*
+ * The XDP transmit capability of every attached port probed again (a veth
+ * takes redirected frames only while its peer has GRO or XDP) and written
+ * where it changed, its VLANs' too: how many changed, a line each in
+ * x->info, or -errno with x->err.  link sync, an attach of an attached
+ * interface and xdprd's link events call it.
+ */
+int xdpr_link_reprobe(struct xdpr *x);
 /*
  * The VLANs of the attached ports as the kernel has them now: 802.1Q VLAN
  * devices of a port are enrolled (own settings and counters, frames of
@@ -624,6 +633,21 @@ struct xdpr_nf_report {
  * never a pass).
  */
 int xdpr_nf_check(struct xdpr *x, char *const *devs, int n, struct xdpr_nf_report *r);
+/*
+ * Netfilter rules added after the attach (an nft forward policy): the
+ * same check on the attached interfaces.  While it finds some and not
+ * every port was attached with "force" (which accepts the bypass), the
+ * fast path forwards nothing itself: what it would redirect goes to the
+ * kernel, translated where NAT applied, where those rules apply
+ * (XDPR_CFG_NFT_POLICY, pass_nft_policy); once they are gone, XDP forwards
+ * again.  Returns 1 (through the kernel), 2 (rules bypassed: attached with
+ * force), 0 (nothing to bypass), or -errno with x->err (unreadable: left as
+ * it was); the findings in *nf (may be NULL).  Hold the lock.
+ * xdpr_close() of a router opened with XDPR_O_LOCK runs it on the router
+ * as it is then, unless the caller did since xdpr_open(): every change
+ * looks again.
+ */
+int xdpr_nf_follow(struct xdpr *x, struct xdpr_nf_report *nf);
 
 const char *xdpr_reason_name(int reason);
 const char *xdpr_reason_desc(int reason);

@@ -682,7 +682,15 @@ int xdpr_attach(struct xdpr *x, char *const *ifnames, int n, enum xdpr_mode mode
 			}
 		}
 		if (xdpr_link_find(x, ifnames[i])) {
-			seterr(x, "xdpr is already attached to \"%s\"", ifnames[i]);
+			const struct xdpr_link *l;
+			int again = xdpr_link_reprobe(x); /* what an attach would probe, refreshed */
+
+			l = xdpr_link_find(x, ifnames[i]);
+			if (again >= 0 && l->has_cfg)
+				seterr(x, "xdpr is already attached to \"%s\" (XDP transmit probed again: "
+					  "%s)", ifnames[i], (l->cfg.flags & XDPR_IF_XMIT) ? "yes" : "no");
+			else
+				seterr(x, "xdpr is already attached to \"%s\"", ifnames[i]);
 			err = -EEXIST;
 			goto out;
 		}
@@ -793,6 +801,60 @@ out:
 		for (int f = 0; f < pd[i].nforeign; f++)
 			close(pd[i].foreign[f].fd);
 	return err;
+}
+
+/*
+ * The transmit capability of every attached port asked again (a veth can
+ * take redirected frames once its peer has GRO or XDP: that comes and
+ * goes), written where it changed, its VLANs' copies too.  How many
+ * changed (a line each in x->info), or -errno with x->err.
+ */
+int xdpr_link_reprobe(struct xdpr *x)
+{
+	int changed = 0, err;
+
+	for (int i = 0; i < x->nlinks && x->fd[XM_IFACES] >= 0; i++) {
+		struct xdpr_link *l = &x->links[i];
+		struct xdpr_iface cfg;
+		enum xdpr_xmit xm;
+		__u32 key = l->ifindex, flag;
+		char line[128];
+		size_t used;
+
+		if (l->parent || !l->has_cfg || bpf_map_lookup_elem(x->fd[XM_IFACES], &key, &cfg))
+			continue;
+		xm = xdpr_probe_xmit(key);
+		/* as attach_one decides it */
+		flag = xm == XDPR_XMIT_YES || (xm == XDPR_XMIT_UNKNOWN && l->mode == XDPR_MODE_NATIVE)
+			? XDPR_IF_XMIT : 0;
+		if ((cfg.flags & XDPR_IF_XMIT) == flag)
+			continue;
+		cfg.flags = (cfg.flags & ~XDPR_IF_XMIT) | flag;
+		if ((err = xdpr_iface_put(x, key, &cfg, BPF_EXIST))) {
+			seterr(x, "cannot update \"%s\": %s", l->name, strerror(-err));
+			return err;
+		}
+		l->cfg.flags = cfg.flags;
+		for (int k = 0; k < x->nlinks; k++) { /* its VLANs transmit through it */
+			struct xdpr_link *v = &x->links[k];
+			struct xdpr_iface vc;
+
+			if (v->parent != key || bpf_map_lookup_elem(x->fd[XM_IFACES], &v->ifindex, &vc))
+				continue;
+			vc.flags = (vc.flags & ~XDPR_IF_XMIT) | flag;
+			if ((err = xdpr_iface_put(x, v->ifindex, &vc, BPF_EXIST))) {
+				seterr(x, "cannot update \"%s\": %s", v->name, strerror(-err));
+				return err;
+			}
+			v->cfg.flags = vc.flags;
+		}
+		snprintf(line, sizeof(line), "%s: XDP transmit %s (probed again)", l->name,
+			 flag ? "yes" : "no");
+		used = strlen(x->info);
+		snprintf(x->info + used, sizeof(x->info) - used, "%s%s", used ? "\n" : "", line);
+		changed++;
+	}
+	return changed;
 }
 
 int xdpr_link_sync(struct xdpr *x)
