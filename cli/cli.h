@@ -62,6 +62,12 @@ int parse_detach(int argc, char **argv, struct detach_args *a, char *err, size_t
  * EXIT_OK (nf says what was found) or EXIT_FAIL with the message in err.
  */
 struct xdpr_nf_report;
+/*
+ * 1 while forwarded traffic goes through the kernel because netfilter has
+ * rules XDP would bypass (added after the attach), what they are in list;
+ * 0 when XDP forwards (list "").
+ */
+int nft_fallback(struct xdpr *x, char *list, size_t len);
 int attach_guard(struct xdpr *x, char *const *devs, int n, bool force, struct xdpr_nf_report *nf,
 		 char *err, size_t len);
 int parse_stats(int argc, char **argv, struct stats_args *a, char *err, size_t len);

@@ -15,7 +15,9 @@ static void link_usage(void)
 		"       xdpr link show [DEV]\n"
 		"       xdpr link sync\n"
 		"A port's 802.1Q VLANs come with it: attach the port; \"link sync\" enrols VLANs\n"
-		"       created (and takes out those deleted) since, as xdprd does at once\n"
+		"       created (and takes out those deleted) since, as xdprd does at once;\n"
+		"       it also writes changed MACs and asks every port again whether it can\n"
+		"       transmit XDP frames (XMIT)\n"
 		"attach ... force: replace another XDP program on DEV, and attach although\n"
 		"       netfilter has forward rules (nftables, iptables) or ingress/egress\n"
 		"       chains on DEV, which packets forwarded by XDP bypass\n"
@@ -131,6 +133,28 @@ static void bypass_list(const struct xdpr_nf_report *nf, char *buf, size_t len)
 		snprintf(buf + used, len - used, " and %d more", nf->total - nf->n);
 }
 
+int nft_fallback(struct xdpr *x, char *list, size_t len)
+{
+	static struct xdpr_nf_report nf;
+	char *devs[XDPR_MAX_IFACES];
+	struct xdpr_cfg c;
+	int n = 0;
+
+	if (len)
+		list[0] = 0;
+	if (!x->nlinks || xdpr_cfg_get(x, &c) || !(c.flags & XDPR_CFG_NFT_POLICY))
+		return 0;
+	for (int i = 0; i < x->nlinks; i++)
+		devs[n++] = x->links[i].name;
+	if (xdpr_nf_check(x, devs, n, &nf) < 0)
+		snprintf(list, len, "(%s)", x->err);
+	else if (!nf.total)
+		snprintf(list, len, "none now (XDP forwards again at the next change or when xdprd looks)");
+	else
+		bypass_list(&nf, list, len);
+	return 1;
+}
+
 /*
  * Before anything changes: netfilter rules that forwarded packets would meet
  * in the kernel and skip through XDP (on the devices being attached and those
@@ -244,8 +268,8 @@ static int link_attach(int argc, char **argv)
 		if (info.dev[i].xmit == XDPR_XMIT_NO && a.mode == XDPR_MODE_NATIVE)
 			out_text("  note: the %s driver cannot transmit XDP frames now: traffic routed "
 				 "out of %s goes through the kernel (veth: enable GRO or XDP on the "
-				 "peer, then \"xdpr link detach %s\" and attach again)\n",
-				 info.dev[i].name, info.dev[i].name, info.dev[i].name);
+				 "peer, then \"xdpr link sync\")\n",
+				 info.dev[i].name, info.dev[i].name);
 		out_obj_close();
 	}
 	out_arr_close();
@@ -272,6 +296,10 @@ static int link_detach(int argc, char **argv)
 	return ret ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
 }
 
+/* link show: forwarded traffic goes through the kernel (nft_fallback), and why */
+static int nft_on;
+static char nft_list[sizeof(((struct xdpr_nf_report *)0)->f) + 64];
+
 static void show_one(const struct xdpr *x, const struct xdpr_link *l)
 {
 	char since[32];
@@ -288,6 +316,11 @@ static void show_one(const struct xdpr *x, const struct xdpr_link *l)
 	out_u64("slot", "%4llu  ", l->has_cfg ? l->cfg.slot : 0);
 	out_str("since", "%s", since);
 	out_str("state", NULL, "attached");
+	out_str("forwarding", NULL, nft_on ? "kernel" : "xdp");
+	out_arr_open("nft_policy");
+	if (nft_on)
+		out_str(NULL, NULL, nft_list);
+	out_arr_close();
 	if (l->parent) {
 		out_str("kind", NULL, "vlan");
 		out_str("parent", "  vlan %s", l->parent_name);
@@ -343,6 +376,7 @@ static int link_show(int argc, char **argv)
 			return fail(EXIT_FAIL, "cannot find device \"%s\"", dev);
 		return fail(EXIT_FAIL, "xdpr is not attached to \"%s\"", dev);
 	}
+	nft_on = nft_fallback(&x, nft_list, sizeof(nft_list));
 	out_arr_open(NULL);
 	if (x.nlinks || x.ngone)
 		out_text("%-15s %7s  %-6s  %7s  %-10s  %-4s  %4s  %s\n", "DEV", "IFINDEX", "MODE",
@@ -384,17 +418,23 @@ static int link_show(int argc, char **argv)
 				 "counters; \"xdpr link detach %s\" forgets it)\n", g->name, g->name);
 		out_obj_close();
 	}
+	if (nft_on && !dev)
+		out_text("forwarded traffic goes through the kernel (pass_nft_policy): netfilter has "
+			 "rules XDP would bypass: %s; XDP forwards again once they are gone\n", nft_list);
 	out_arr_close();
 	out_flush_doc();
 	xdpr_close(&x);
 	return EXIT_OK;
 }
 
-/* VLANs as the kernel has them now, and the MACs: what xdprd does on every link event. */
+/*
+ * VLANs as the kernel has them now, the MACs, and the XDP transmit
+ * capability of every port: what xdprd does on every link event.
+ */
 static int link_sync(int argc, char **argv)
 {
 	static struct xdpr x;
-	int ret, macs;
+	int ret, macs, xmit;
 
 	(void)argv;
 	if (argc)
@@ -406,9 +446,11 @@ static int link_sync(int argc, char **argv)
 	}
 	ret = xdpr_vlan_sync(&x);
 	macs = ret < 0 ? 0 : xdpr_link_sync(&x);
+	xmit = ret < 0 || macs < 0 ? 0 : xdpr_link_reprobe(&x);
 	xdpr_close(&x);
-	if (ret < 0 || macs < 0)
+	if (ret < 0 || macs < 0 || xmit < 0)
 		return fail(EXIT_FAIL, "%s", x.err);
+	ret += xmit; /* its lines are in x.info */
 	print_warnings(x.note);
 	out_obj_open(NULL);
 	out_u64("changes", NULL, ret + macs);

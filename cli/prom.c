@@ -268,6 +268,13 @@ int prom_write(FILE *f, struct xdpr *x, bool per_cpu, char *err, size_t len)
 	fprintf(f, "xdpr_links_attached %d\n", x->nlinks);
 	if (!x->nlinks)
 		return 0;
+	{
+		struct xdpr_cfg c;
+
+		head(f, "xdpr_nft_policy", "gauge", "1 while forwarded traffic goes through the kernel "
+		     "because netfilter has rules XDP would bypass (pass_nft_policy), else 0.");
+		fprintf(f, "xdpr_nft_policy %d\n", !xdpr_cfg_get(x, &c) && (c.flags & XDPR_CFG_NFT_POLICY));
+	}
 	ret = links_metrics(f, x, per_cpu, err, len);
 	if (!ret)
 		ret = nat_metrics(f, x, err, len);

@@ -107,10 +107,18 @@ static bool slot_empty(const struct xdpr_slot *s)
 }
 
 static struct xdpr *nat_x; /* NAT rules to show with a snapshot (all interfaces) */
+static int nft_on;         /* forwarded traffic goes through the kernel (nft_fallback) */
+static char nft_list[4096];
 
 static void print_snapshot(const struct snap *s, int n, int ncpu)
 {
 	out_obj_open(NULL);
+	out_str("forwarding", NULL, nft_on ? "kernel" : "xdp");
+	out_arr_open("nft_policy");
+	if (nft_on)
+		out_str(NULL, "forwarded traffic goes through the kernel (pass_nft_policy): netfilter "
+			"has rules XDP would bypass: %s\n", nft_list);
+	out_arr_close();
 	out_arr_open("interfaces");
 	for (int i = 0; i < n; i++) {
 		/* slot 0 only matters when something landed there */
@@ -347,6 +355,7 @@ int do_stats(int argc, char **argv)
 		err = run_interval(&x, links, n, s, ncpu, &a);
 	else if (!(err = take(&x, links, n, s[0], ncpu))) {
 		nat_x = a.dev ? NULL : &x;
+		nft_on = nft_fallback(&x, nft_list, sizeof(nft_list));
 		print_snapshot(s[0], n, ncpu);
 	}
 	ret = err ? fail(EXIT_FAIL, "%s", x.err) : EXIT_OK;
