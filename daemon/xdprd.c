@@ -8,6 +8,13 @@
  * state stays in the kernel's maps.  It
  *   - applies its file (the CLI's words, cli/conf.c) at start and on SIGHUP,
  *     as a difference against the running state;
+ *   - follows nftables (its NFNLGRP_NFTABLES notifications, and every sweep
+ *     for iptables-legacy, which sends none): rules XDP would bypass send
+ *     forwarded traffic through the kernel until they are gone
+ *     (xdpr_nf_follow), said in the log;
+ *   - asks every port again whether it can transmit XDP frames (a veth's
+ *     peer gains or loses GRO without a notification here) every sweep
+ *     and on link events;
  *   - follows the kernel over rtnetlink (libmnl): an address added or
  *     removed rebuilds the router's own-address exemptions, a configured
  *     interface that appears again (deleted and re-created) is attached
@@ -42,6 +49,7 @@
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <libmnl/libmnl.h>
 #include <microhttpd.h>
 #include <systemd/sd-daemon.h>
@@ -229,6 +237,8 @@ static int open_locked(struct xdpr *x, char *err, size_t len)
 {
 	int ret = xdpr_open(x, XDPR_O_LOCK);
 
+	/* netfilter is followed by its notifications and the sweeps (nft_follow), not every close */
+	x->nf_followed = true;
 	if (!ret)
 		ret = xdpr_nat_repair(x, NULL, 0);
 	if (ret && ret != -ENOENT) {
@@ -553,6 +563,8 @@ static void export_run(void)
 	xdpr_close(&x);
 }
 
+static void nft_follow(struct xdpr *x);
+
 /* The whole file onto the router (start, SIGHUP). */
 static int apply(const char *why)
 {
@@ -592,6 +604,8 @@ static int apply(const char *why)
 	ret = conf_apply(&x, &c, &df, err, sizeof(err));
 	if (!ret && x.note[0])
 		logm(LOG_WARNING, "%s: %s", why, x.note);
+	if (!ret && x.nlinks)
+		nft_follow(&x);
 	if (!ret)
 		export_configure(&x, &c.exp, why);
 	if (!ret)
@@ -624,7 +638,7 @@ static int apply(const char *why)
 #define MAX_PEND 64
 #define MAX_GONE_NEIGH 256
 static struct {
-	bool local, macs, neigh, all, vlans;
+	bool local, macs, neigh, all, vlans, nft;
 	int nlinks;
 	char links[MAX_PEND][IF_NAMESIZE]; /* configured devices that appeared */
 	int nneigh;
@@ -751,6 +765,56 @@ static int find_route(const struct xdpr_route_info *ri, void *arg)
 		       !memcmp(a->r.nh[k].gw, b->r.nh[k].gw, sizeof(a->r.nh[k].gw));
 	rf->found = same ? 2 : 1;
 	return 1;
+}
+
+/*
+ * Netfilter looked at again (xdpr_nf_follow), the outcome logged when it
+ * changes: rules XDP would bypass send forwarded traffic through the
+ * kernel until they are gone.
+ */
+static void nft_follow(struct xdpr *x)
+{
+	static struct xdpr_nf_report nf;
+	static int seen = -1;    /* the last outcome: 0, 1, 2, or -1 (unreadable) */
+	char list[1024];
+	size_t used = 0;
+	int r = xdpr_nf_follow(x, &nf);
+
+	if (r < 0) {
+		if (seen != -1)
+			logm(LOG_ERR, "netfilter: %s (forwarding stays as it was)", x->err);
+		seen = -1;
+		return;
+	}
+	if (r == seen)
+		return;
+	list[0] = 0;
+	for (int i = 0; i < nf.n && used < sizeof(list); i++)
+		used += snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", nf.f[i].what);
+	if (nf.total > nf.n && used < sizeof(list))
+		snprintf(list + used, sizeof(list) - used, " and %d more", nf.total - nf.n);
+	if (r == 1)
+		logm(LOG_WARNING, "netfilter has rules XDP would bypass: %s; forwarded traffic goes "
+		     "through the kernel (pass_nft_policy) until they are gone", list);
+	else if (r == 2)
+		logm(LOG_WARNING, "netfilter has rules XDP bypasses (attached with force): %s", list);
+	else if (seen == 1)
+		logm(LOG_INFO, "netfilter has no rules XDP would bypass any more: XDP forwards again");
+	seen = r;
+}
+
+/* Every port asked again whether it can transmit XDP frames; changes logged. */
+static void xmit_follow(struct xdpr *x)
+{
+	int n;
+
+	x->info[0] = 0;
+	n = xdpr_link_reprobe(x);
+	if (n < 0)
+		logm(LOG_ERR, "XDP transmit: %s", x->err);
+	else
+		log_lines(LOG_INFO, NULL, x->info);
+	x->info[0] = 0;
 }
 
 /*
@@ -904,6 +968,10 @@ static void follow(void)
 			     "neighbour%s resolved again", n, n == 1 ? "" : "s", again, again == 1 ? "" : "s");
 		}
 	}
+	if (x.nlinks && pend.macs)
+		xmit_follow(&x);
+	if (x.nlinks && pend.nft)
+		nft_follow(&x);
 	if (x.nlinks && pend.neigh) {
 		struct neigh_ctx nc = { &x, 0 };
 
@@ -939,6 +1007,8 @@ static void gc(void)
 		d.gc_sessions += res.deleted;
 		d.gc_bindings += res.binds_freed;
 		d.gc_flows += fres.deleted;
+		xmit_follow(&x);
+		nft_follow(&x); /* iptables-legacy sends no notification */
 	}
 	xdpr_close(&x);
 }
@@ -1138,8 +1208,8 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	struct MHD_Daemon *mhd = NULL;
-	struct mnl_socket *nl = NULL;
-	struct pollfd pfd[3];
+	struct mnl_socket *nl = NULL, *nfnl = NULL;
+	struct pollfd pfd[4];
 	sigset_t sigs;
 	char err[4096];
 	int c, sfd, ready[2] = { -1, -1 }, ret = 1;
@@ -1222,6 +1292,19 @@ int main(int argc, char **argv)
 
 		setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
 	}
+	/* nftables changes (none without nf_tables: then every sweep looks) */
+	nfnl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (nfnl) {
+		int grp = NFNLGRP_NFTABLES;
+
+		if (mnl_socket_bind(nfnl, 0, MNL_SOCKET_AUTOPID) < 0 ||
+		    mnl_socket_setsockopt(nfnl, NETLINK_ADD_MEMBERSHIP, &grp, sizeof(grp)) < 0) {
+			logm(LOG_WARNING, "cannot follow nftables changes (%s): netfilter is looked at "
+			     "every sweep", strerror(errno));
+			mnl_socket_close(nfnl);
+			nfnl = NULL;
+		}
+	}
 	err[0] = 0;
 	mhd = start_metrics(err, sizeof(err));
 	if (!mhd && err[0]) {
@@ -1264,7 +1347,8 @@ int main(int argc, char **argv)
 			until = next_export;
 		/* the NAT event ring's epoll fd: readable when records wait (-1: ignored) */
 		pfd[2] = (struct pollfd){ .fd = natlog.rd ? xdpr_natlog_fd(natlog.rd) : -1, .events = POLLIN };
-		n = poll(pfd, 3, until > now ? (int)(until - now) : 0);
+		pfd[3] = (struct pollfd){ .fd = nfnl ? mnl_socket_get_fd(nfnl) : -1, .events = POLLIN };
+		n = poll(pfd, 4, until > now ? (int)(until - now) : 0);
 		if (n < 0 && errno != EINTR) {
 			logm(LOG_ERR, "poll: %s", strerror(errno));
 			break;
@@ -1324,6 +1408,17 @@ int main(int argc, char **argv)
 				pend.all = pend.local = pend.macs = pend.neigh = pend.vlans = true;
 				arm();
 			}
+		}
+		if (n > 0 && (pfd[3].revents & (POLLIN | POLLERR))) {
+			char buf[1 << 16];
+
+			/* what changed does not matter: the ruleset is read whole (xdpr_nf_follow) */
+			ssize_t r;
+
+			while ((r = mnl_socket_recvfrom(nfnl, buf, sizeof(buf))) > 0 || (r < 0 && errno == ENOBUFS))
+				;
+			pend.nft = true;
+			arm();
 		}
 		if (n > 0 && (pfd[2].revents & POLLIN)) {
 			pthread_mutex_lock(&d.mu);
@@ -1408,6 +1503,8 @@ out:
 		MHD_stop_daemon(mhd);
 	if (nl)
 		mnl_socket_close(nl);
+	if (nfnl)
+		mnl_socket_close(nfnl);
 	if (ready[1] >= 0) {
 		char b = 1;
 
