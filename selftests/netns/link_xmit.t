@@ -65,4 +65,26 @@ x0=$(ctr "$R" r0 pass_egress_no_xmit)
 ok "ping C -> S" ping4 "$C" 10.0.2.2 3
 num "$(grown "$x0" "$R" r0 pass_egress_no_xmit)" -ge 3 "... through the kernel again (no frame redirected into a black hole)"
 
+# ---- xdprd asks again at every sweep (the peer's GRO sends the router's namespace nothing)
+XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd}
+[ -x "$XDPRD" ] || { fail "$XDPRD not built"; done_testing; }
+printf 'link attach r0 r1\n' >"$T_TMP/xdpr.conf"
+ip netns exec "$R" "$XDPRD" --foreground --config "$T_TMP/xdpr.conf" --metrics none --gc 1 \
+	>>"$T_TMP/xdprd.log" 2>&1 &
+DAEMON_PID=$!
+within() { # within SECS CMD...: CMD succeeds within SECS seconds
+	local i
+	for ((i = 0; i < $1 * 10; i++)); do "${@:2}" && return 0; sleep 0.1; done
+	return 1
+}
+ok "xdprd runs" within 5 grep -q 'running' "$T_TMP/xdprd.log"
+ok "GRO on s0" in_ns "$S" ethtool -K s0 gro on
+ok "xdprd: within 3 s link show says r1 XMIT yes" within 3 bash -c "[ \"\$(ip netns exec '$R' '$XDPR' -j link show | jq -r '.[] | select(.dev == \"r1\") | .xdp_xmit')\" = true ]"
+ok "xdprd logs it" within 3 grep -qF "r1: XDP transmit yes (probed again)" "$T_TMP/xdprd.log"
+f0=$(ctr "$R" r0 forwarded)
+ok "ping C -> S" ping4 "$C" 10.0.2.2 3
+num "$(grown "$f0" "$R" r0 forwarded)" -ge 3 "... forwarded by XDP"
+kill -TERM "$DAEMON_PID"
+wait "$DAEMON_PID"
+
 done_testing

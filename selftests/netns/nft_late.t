@@ -88,6 +88,18 @@ num "$(pcap_count "$cap_file" 'src host 10.0.2.1 and icmp[icmptype] == icmp-echo
 nf nft delete table inet t
 ok "nat del out r1" xdpr nat flush
 
+# ---- attached with force: the operator accepted the bypass, XDP goes on forwarding
+ok "link detach all" xdpr link detach all
+add_policy drop || abort "cannot add the nft forward chain"
+ok "link attach r0 r1 force (over the policy)" xdpr link attach r0 r1 force
+ok "xdpr link sync (a change)" xdpr link sync
+is "$(forwarding)" "xdp,xdp" "attached with force: forwarding xdp"
+f0=$(ctr "$R" r0 forwarded)
+ok "ping C -> S in spite of the policy drop" ping4 "$C" 10.0.2.2 3
+num "$(grown "$f0" "$R" r0 forwarded)" -ge 3 "... forwarded by XDP (the bypass force accepted)"
+nf nft delete table inet t
+ok "link detach all" xdpr link detach all
+
 # ---- xdprd: it follows nftables by itself
 XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd}
 [ -x "$XDPRD" ] || { fail "$XDPRD not built"; done_testing; }
