@@ -51,6 +51,9 @@ ok "ping C -> S fails: the forward policy drop applies" bash -c "! timeout 10 ip
 num "$(grown "$p0" "$R" r0 pass_nft_policy)" -ge 3 "r0 pass_nft_policy grew by >= 3 (handed to the kernel)"
 is "$(grown "$f0" "$R" r0 forwarded)" 0 "r0 forwarded did not grow"
 num "$(($(nft_packets) - n0))" -ge 3 "the nft chain counted them (the kernel's forward hook saw them)"
+p0=$(ctr "$R" r0 pass_nft_policy)
+ok "IPv6: ping C -> S fails too" bash -c "! timeout 10 ip netns exec '$C' ping -6 -q -c 2 -i 0.2 -W 1 2001:db8:2::2"
+num "$(grown "$p0" "$R" r0 pass_nft_policy)" -ge 2 "IPv6: r0 pass_nft_policy grew by >= 2"
 is "$(forwarding)" "kernel,kernel" "link show -j: forwarding kernel on r0 and r1"
 is "$(link_json "$R" | jq -r '.[0].nft_policy | join(";")')" "$FINDING" "link show -j: nft_policy names the chain"
 is "$(xdpr link show | tail -n 1)" "forwarded traffic goes through the kernel (pass_nft_policy): netfilter has rules XDP would bypass: $FINDING; XDP forwards again once they are gone" \
