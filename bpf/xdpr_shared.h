@@ -265,6 +265,8 @@ enum xdpr_nat_rule_flags {
 	XDPR_NAT_RETIRED = 1 << 2, /* replaced: matches no new packet, its sessions live on
 	                              until they end or the interface's rule is deleted */
 	XDPR_NAT_FWD  = 1 << 3, /* a port forward (`nat add in`): inbound, see struct xdpr_fwd */
+	XDPR_NAT_FWD_IFADDR = 1 << 4, /* a forward given no addr: pool_first follows its interface's
+	                                 primary IPv4 address (0: it has none; loader/nat.c) */
 };
 
 /* A waiting rule's ifindex when its interface was never attached: no device has it. */

@@ -1098,11 +1098,17 @@ static const struct conf_link *attached_in(const struct conf *c, const char *nam
 	return l && !l->gone ? l : NULL;
 }
 
+/* A forward given no addr (in a file, or running): it follows its interface's address. */
+static bool fwd_follows(const struct xdpr_nat_rule *r)
+{
+	return !r->pool_first || (r->flags & XDPR_NAT_FWD_IFADDR);
+}
+
 /* A forward's outside address: the one given, else its interface's primary IPv4 address. */
 static __be32 fwd_addr(const struct conf_nat *n)
 {
 	struct ifaddrs *ifa, *i;
-	__be32 a = n->r.pool_first;
+	__be32 a = fwd_follows(&n->r) ? 0 : n->r.pool_first;
 
 	if (a || getifaddrs(&ifa))
 		return a;
@@ -1143,7 +1149,8 @@ static bool nat_same(const struct xdpr_nat_rule *a, const struct xdpr_nat_rule *
 	__u32 f = XDPR_NAT_MASQ | XDPR_NAT_EIF;
 
 	if (a->flags & XDPR_NAT_FWD) /* nat_in matched the address, protocol and outside ports */
-		return a->fwd_to == b->fwd_to && a->fwd_port == b->fwd_port && a->fwd_one == b->fwd_one;
+		return a->fwd_to == b->fwd_to && a->fwd_port == b->fwd_port && a->fwd_one == b->fwd_one &&
+		       fwd_follows(a) == fwd_follows(b);
 
 	return (a->flags & f) == (b->flags & f) && a->port_min == b->port_min &&
 	       a->port_max == b->port_max && (a->flags & XDPR_NAT_MASQ ||

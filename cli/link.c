@@ -444,7 +444,10 @@ static int link_sync(int argc, char **argv)
 		xdpr_close(&x);
 		return fail(EXIT_FAIL, "%s", x.err);
 	}
-	ret = xdpr_vlan_sync(&x);
+	/* what a killed command left; forwards onto their interface's address (x.info) */
+	ret = xdpr_nat_repair(&x, NULL, 0);
+	if (!ret || ret == -ENOENT)
+		ret = xdpr_vlan_sync(&x);
 	macs = ret < 0 ? 0 : xdpr_link_sync(&x);
 	xmit = ret < 0 || macs < 0 ? 0 : xdpr_link_reprobe(&x);
 	xdpr_close(&x);
@@ -465,7 +468,7 @@ static int link_sync(int argc, char **argv)
 	out_arr_close();
 	if (macs)
 		out_text("%d MAC address%s written again\n", macs, macs > 1 ? "es" : "");
-	if (!ret && !macs)
+	if (!ret && !macs && !x.info[0])
 		out_text("nothing to change\n");
 	out_obj_close();
 	out_flush_doc();

@@ -333,6 +333,7 @@ static void print_fwd(const struct xdpr_rule_info *ri)
 	out_str("action", NULL, "forward");
 	out_str("proto", " %s", r->fwd_proto == IPPROTO_TCP ? "tcp" : r->fwd_proto == IPPROTO_UDP ? "udp" : "tcp+udp");
 	out_str("addr", " %s", ip4(r->pool_first, a));
+	out_bool("addr_follows", NULL, r->flags & XDPR_NAT_FWD_IFADDR); /* given no addr: DEV's */
 	out_u64("port_min", " dport %llu", r->port_min);
 	out_u64("port_max", r->port_max != r->port_min ? "-%llu" : NULL, r->port_max);
 	out_str("to", " to %s", ip4(r->fwd_to, a));

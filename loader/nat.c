@@ -113,19 +113,34 @@ struct nat_state {
 #define crash_point xdpr_crash_point
 
 
-/* Add a line to x->note (once). */
+/* Add a line to buf (x->note or x->info), once. */
+static void vaddline(char *buf, size_t size, const char *fmt, va_list ap)
+{
+	size_t used = strlen(buf);
+	char line[sizeof(((struct xdpr *)0)->note)];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (strstr(buf, line))
+		return;
+	snprintf(buf + used, size - used, "%s%s", used ? "\n" : "", line);
+}
+
 static void __attribute__((format(printf, 2, 3))) addnote(struct xdpr *x, const char *fmt, ...)
 {
-	size_t used = strlen(x->note);
-	char line[sizeof(x->note)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vaddline(x->note, sizeof(x->note), fmt, ap);
 	va_end(ap);
-	if (strstr(x->note, line))
-		return;
-	snprintf(x->note + used, sizeof(x->note) - used, "%s%s", used ? "\n" : "", line);
+}
+
+static void __attribute__((format(printf, 2, 3))) addinfo(struct xdpr *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vaddline(x->info, sizeof(x->info), fmt, ap);
+	va_end(ap);
 }
 
 int xdpr_cfg_get(struct xdpr *x, struct xdpr_cfg *c)
@@ -442,6 +457,7 @@ static int put_rule(struct xdpr *x, __u32 id, const struct xdpr_nat_rule *r)
 }
 
 static int fwd_unmap(struct xdpr *x, __u32 id);
+static int fwd_map(struct xdpr *x, __u32 id, const struct xdpr_nat_rule *r);
 
 static int free_rule(struct xdpr *x, struct nat_state *s, __u32 id)
 {
@@ -601,6 +617,74 @@ static int follow(struct xdpr *x, struct nat_state *s, const char *op)
 	return 0;
 }
 
+/*
+ * A forward given no addr follows its interface's primary IPv4 address,
+ * as masquerade does: when the address changed, its ports leave the old
+ * address (and its sessions, all on the old one, end), then are written
+ * for the new one, then the slot names it.  Each step is redone by the
+ * next settle while the slot names another address than the interface
+ * has.  An interface without an IPv4 address leaves the forward with no
+ * ports (address 0) until it gets one.  A failure is a note: the other
+ * rules settle all the same.
+ */
+static int fwd_follow(struct xdpr *x, struct nat_state *s, const char *op)
+{
+	for (__u32 id = 1; id < XDPR_NAT_MAX_RULES; id++) {
+		struct xdpr_nat_rule *r = &s->r[id], nr;
+		char was[INET_ADDRSTRLEN], now[INET_ADDRSTRLEN];
+		const char *name;
+		__be32 a;
+		int err;
+
+		if (s->st[id] != SL_APPLIED || r->pending || (r->flags & (XDPR_NAT_FWD | XDPR_NAT_FWD_IFADDR)) !=
+		    (XDPR_NAT_FWD | XDPR_NAT_FWD_IFADDR) || s->link[id] < 0)
+			continue;
+		name = s->links[s->link[id]].name;
+		a = dev_ipv4(name);
+		if (a == r->pool_first)
+			continue;
+		inet_ntop(AF_INET, &r->pool_first, was, sizeof(was));
+		inet_ntop(AF_INET, &a, now, sizeof(now));
+		for (__u32 k = 1; a && k < XDPR_NAT_MAX_RULES; k++) {
+			const struct xdpr_nat_rule *o = &s->r[k];
+
+			if (k == id || !committed(s->st[k]) || !(o->flags & XDPR_NAT_FWD) || o->pool_first != a ||
+			    (o->fwd_proto && r->fwd_proto && o->fwd_proto != r->fwd_proto) ||
+			    o->port_max < r->port_min || o->port_min > r->port_max)
+				continue;
+			addnote(x, "forward %u on \"%s\" stays on %s: its ports on the new address %s are "
+				   "rule %u's", id, name, was, now, k);
+			a = r->pool_first;
+			break;
+		}
+		if (a == r->pool_first)
+			continue;
+		err = fwd_unmap(x, id);
+		if (!err)
+			crash_point(op, "fwd-unmapped");
+		if (!err)
+			err = xdpr_nat_gc(x, XDPR_GC_RULE, id, NULL);
+		nr = *r;
+		nr.pool_first = a;
+		if (!err && a)
+			err = fwd_map(x, id, &nr);
+		if (!err)
+			crash_point(op, "fwd-remapped");
+		if (!err)
+			err = put_rule(x, id, &nr);
+		if (err) {
+			addnote(x, "forward %u on \"%s\" cannot follow its address from %s to %s: %s", id, name,
+				was, now, x->err);
+			fwd_unmap(x, id); /* neither address forwards; the next command tries again */
+			continue;
+		}
+		crash_point(op, "fwd-followed");
+		*r = nr;
+		addinfo(x, "forward %u on \"%s\" follows its address: %s to %s", id, name, was, now);
+	}
+	return 0;
+}
+
 /* NAT on in the settings while any rule (listed or retired) is left. */
 static int set_nat_flag(struct xdpr *x, const struct nat_state *s, const char *op)
 {
@@ -709,6 +793,8 @@ static int nat_settle(struct xdpr *x, struct nat_state *s, const char *op)
 		err = rebind(x, s, op);
 	if (!err)
 		err = follow(x, s, op);
+	if (!err)
+		err = fwd_follow(x, s, op);
 	if (!err)
 		err = fwd_flags(x, s);
 	return err ? err : set_nat_flag(x, s, op);
@@ -1442,9 +1528,10 @@ static __u16 fwd_in_port(const struct xdpr_nat_rule *r, __u32 p)
 	return r->fwd_one ? r->fwd_port : r->fwd_port + (p - r->port_min);
 }
 
-/* A forward as the user wrote it (the words after "nat add in DEV"). */
+/* A forward as the user wrote it (the words after "nat add in DEV"; no addr: DEV's). */
 void xdpr_fwd_format(const struct xdpr_nat_rule *r, char *buf, size_t len)
 {
+	bool follows = !r->pool_first || (r->flags & XDPR_NAT_FWD_IFADDR);
 	char a[INET_ADDRSTRLEN], to[INET_ADDRSTRLEN], ports[16] = "", tp[24] = "";
 
 	inet_ntop(AF_INET, &r->pool_first, a, sizeof(a));
@@ -1455,9 +1542,9 @@ void xdpr_fwd_format(const struct xdpr_nat_rule *r, char *buf, size_t len)
 		snprintf(tp, sizeof(tp), ":%u", r->fwd_port);
 	else if (r->fwd_port)
 		snprintf(tp, sizeof(tp), ":%u-%u", r->fwd_port, r->fwd_port + (r->port_max - r->port_min));
-	snprintf(buf, len, "%s%s%saddr %s dport %u%s to %s%s", r->fwd_proto ? "proto " : "",
-		 r->fwd_proto ? fwd_proto_name(r->fwd_proto) : "", r->fwd_proto ? " " : "", a,
-		 r->port_min, ports, to, tp);
+	snprintf(buf, len, "%s%s%s%s%s%sdport %u%s to %s%s", r->fwd_proto ? "proto " : "",
+		 r->fwd_proto ? fwd_proto_name(r->fwd_proto) : "", r->fwd_proto ? " " : "",
+		 follows ? "" : "addr ", follows ? "" : a, follows ? "" : " ", r->port_min, ports, to, tp);
 }
 
 static bool protos_meet(__u8 a, __u8 b)
@@ -1628,6 +1715,7 @@ int xdpr_nat_fwd_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, 
 		seterr(x, "the running program has no port forwards (xdpr_nat_fwd): detach and attach again");
 		return -EOPNOTSUPP;
 	}
+	nr->flags = XDPR_NAT_FWD | (nr->pool_first ? 0 : XDPR_NAT_FWD_IFADDR);
 	if (!nr->pool_first && !(nr->pool_first = dev_ipv4(dev))) {
 		seterr(x, "\"%s\" has no IPv4 address to forward from: give one with \"addr\"", dev);
 		return -EADDRNOTAVAIL;
@@ -1646,7 +1734,6 @@ int xdpr_nat_fwd_add(struct xdpr *x, const char *dev, struct xdpr_nat_rule *nr, 
 		seterr(x, "cannot forward to %s: it is an address of this router", a);
 		return -EINVAL;
 	}
-	nr->flags = XDPR_NAT_FWD;
 	nr->ifindex = l ? l->ifindex : XDPR_NAT_IF_NONE; /* waiting: no device has that ifindex */
 	memset(nr->ifname, 0, sizeof(nr->ifname));
 	snprintf(nr->ifname, sizeof(nr->ifname), "%s", dev);
