@@ -117,21 +117,46 @@ static __always_inline void eim_forget(__be32 in_addr, __be16 in_port, __u8 prot
 		nat_delete(&xdpr_nat_eim, &ek);
 }
 
+/* Delete a binding whose state word was s (no reference): 1 if this call did. */
+static __always_inline int bind_free(const struct xdpr_bind_key *k, struct xdpr_bind *b, __u64 s)
+{
+	struct xdpr_bind_key key = *k;
+
+	if (__sync_val_compare_and_swap(&b->state, s, s | XDPR_BIND_DYING) != s)
+		return 0;
+	eim_forget(b->in_addr, b->in_port, key.proto, b->rule, XDPR_BIND_GEN(s));
+	nat_delete(&xdpr_nat_bind, &key);
+	return 1;
+}
+
 /* free: no reference, past the hold-down.  1 if this call deleted the binding. */
 static __always_inline int bind_try_free(const struct xdpr_bind_key *k, struct xdpr_bind *b, __u64 now,
 					 __u64 holddown)
 {
 	__u64 s = READ_ONCE_U64(b->state);
 	__u64 idle = now > b->last_active ? now - b->last_active : 0;
-	struct xdpr_bind_key key = *k;
 
 	if ((s & XDPR_BIND_DYING) || XDPR_BIND_REFS(s) || idle <= holddown)
 		return 0;
-	if (__sync_val_compare_and_swap(&b->state, s, s | XDPR_BIND_DYING) != s)
+	return bind_free(k, b, s);
+}
+
+/*
+ * A full table gives up a hold-down: the binding of generation gen goes
+ * now if no session holds it any more.  1 if this call deleted it.
+ */
+static __always_inline int bind_free_now(__be32 addr, __be16 port, __u8 proto, __u32 gen)
+{
+	struct xdpr_bind_key k = { .out_addr = addr, .out_port = port, .proto = proto };
+	struct xdpr_bind *b = nat_lookup(&xdpr_nat_bind, &k);
+	__u64 s;
+
+	if (!b || !gen)
 		return 0;
-	eim_forget(b->in_addr, b->in_port, key.proto, b->rule, XDPR_BIND_GEN(s));
-	nat_delete(&xdpr_nat_bind, &key);
-	return 1;
+	s = READ_ONCE_U64(b->state);
+	if ((s & XDPR_BIND_DYING) || XDPR_BIND_REFS(s) || XDPR_BIND_GEN(s) != gen)
+		return 0;
+	return bind_free(&k, b, s);
 }
 
 enum eim_result { EIM_HIT, EIM_MISS, EIM_STALE, EIM_CLAIMING };
@@ -170,15 +195,21 @@ static __always_inline int eim_get(struct nat_req *q, __u32 *stale_gen)
 	return EIM_HIT;
 }
 
-/* Claim the endpoint's mapping for this CPU: 1 if claimed (entry left with gen 0). */
+/*
+ * Claim the endpoint's mapping for this CPU: 1 if claimed (entry left with
+ * gen 0), 0 if another CPU holds it, -1 if the mapping table is full.
+ */
 static __always_inline int eim_claim(struct nat_req *q, int res, __u32 stale_gen)
 {
 	struct xdpr_eim_key ek = { .in_addr = q->key.saddr, .in_port = q->key.sport,
 				   .proto = q->key.proto, .rule = q->rule_id };
 	struct xdpr_eim_val *e, claim = {};
 
-	if (res == EIM_MISS)
-		return nat_update(&xdpr_nat_eim, &ek, &claim, BPF_NOEXIST) == 0;
+	if (res == EIM_MISS) {
+		int err = nat_update(&xdpr_nat_eim, &ek, &claim, BPF_NOEXIST);
+
+		return !err ? 1 : err == -EEXIST ? 0 : -1;
+	}
 	if (res != EIM_STALE)
 		return 0;
 	e = nat_lookup(&xdpr_nat_eim, &ek);

@@ -24,6 +24,7 @@
 #include "natlog.h"
 
 #define EVICT_SCAN 32
+#define EVICT_TRIES 8 /* evictions a creation may run: other CPUs may take the room first */
 #define HOST_TRIES 16
 #define SWEEP_CAP (2 * XDPR_NAT_DEF_SESS) /* entries a sweep under pressure looks at, per table */
 
@@ -543,13 +544,33 @@ struct evict_ctx {
 	struct xdpr_ct_key best;
 };
 
+/* Session k (outbound half, v its value): the best pick so far? */
+static __always_inline void evict_consider(struct evict_ctx *e, const struct xdpr_ct_key *k,
+					   const struct xdpr_ct_val *v)
+{
+	__u64 idle;
+	__u32 n;
+	__u8 st;
+
+	idle = nat_idle(k, v, e->now, &st);
+	/* expired sessions go first, whoever owns them */
+	n = idle > nat_timeout(e->cfg, k->proto, st) ? 0xffffffff : host_count(k->saddr);
+	/* a host never loses sessions to another with as many or more */
+	if (n != 0xffffffff && n <= e->requester_n && k->saddr != e->requester)
+		return;
+	if (!e->found || n > e->best_n || (n == e->best_n && idle > e->best_idle)) {
+		e->best_n = n;
+		e->best_idle = idle;
+		e->best = *k;
+		e->found = 1;
+	}
+}
+
 static long evict_cb(__u32 i, struct evict_ctx *e)
 {
-	__u32 idx = e->head + i, n;
+	__u32 idx = e->head + i;
 	struct xdpr_ct_key *k;
 	struct xdpr_ct_val *v;
-	__u64 idle;
-	__u8 st;
 
 	if (idx >= e->ring)
 		idx -= e->ring;
@@ -557,37 +578,62 @@ static long evict_cb(__u32 i, struct evict_ctx *e)
 	if (!k || !k->proto)
 		return 0;
 	v = ct_lookup(k);
-	if (!v)
-		return 0;
-	idle = nat_idle(k, v, e->now, &st);
-	/* expired sessions go first, whoever owns them */
-	n = idle > nat_timeout(e->cfg, k->proto, st) ? 0xffffffff : host_count(k->saddr);
-	/* a host never loses sessions to another with as many or more */
-	if (n != 0xffffffff && n <= e->requester_n && k->saddr != e->requester)
-		return 0;
-	if (!e->found || n > e->best_n || (n == e->best_n && idle > e->best_idle)) {
-		e->best_n = n;
-		e->best_idle = idle;
-		e->best = *k;
-		e->found = 1;
-	}
+	if (v)
+		evict_consider(e, k, v);
 	return 0;
 }
 
 /*
- * Table full: evict among the oldest sessions, expired ones first, then
- * from the greediest host (most sessions), the idlest of its sessions;
- * never from another host with no more sessions than the one asking (a
- * host that fills the table evicts its own).  1 if one went.  Global; the
+ * A slot of the session array, from where e->head says (a random place):
+ * the fallback when the oldest sessions of the ring are all gone, or live
+ * ones are no longer in the ring (a ring slot is reused when its turn comes,
+ * whether its session still lives or not).  The key is copied and the
+ * state word read again after: a slot taken meanwhile is passed over.
+ */
+static long evict_slot_cb(__u32 i, struct evict_ctx *e)
+{
+	void *m = nat_tab(&xdpr_nat_cta);
+	__u32 idx = XDPR_CT_FIRST + ((e->head + i) & e->ring), w;
+	struct xdpr_ct_slot *sl;
+	struct gc_copy *c;
+
+	if (!m)
+		return 1;
+	sl = bpf_map_lookup_elem(m, &idx);
+	c = bpf_map_lookup_elem(&xdpr_gc_scr, (const void *)&nat_slot_key[0]); /* off the stack */
+	if (!sl || !c)
+		return 0;
+	w = READ_ONCE_U32(sl->state);
+	if (CT_ST(w) != XDPR_CTS_LIVE || sl->key.dir != XDPR_CT_OUT)
+		return 0;
+	c->k = sl->key;
+	c->v = sl->val;
+	asm volatile("" ::: "memory");
+	if (READ_ONCE_U32(sl->state) == w)
+		evict_consider(e, &c->k, &c->v);
+	return 0;
+}
+
+/*
+ * Table full (sessions, mappings or bindings: they hold as many): evict
+ * among the oldest sessions (or, when the ring's oldest are gone, among
+ * 64 slots of the session array from a random place), expired ones first, then from the greediest
+ * host (most sessions), the idlest of its sessions; never from another
+ * host with no more sessions than the one asking (a host that fills the
+ * table evicts its own).  Its binding goes with it when no other session
+ * holds it (no hold-down: no room for one).  1 if one went (or another
+ * CPU removed it first: try again, with skip one more).  Global; the
  * request is in the per-CPU scratch.
  */
-__noinline int nat_evict(void)
+__noinline int nat_evict(__u32 skip)
 {
 	struct nat_scratch *sc = nat_scratch();
 	struct evict_ctx e = {};
 	struct xdpr_ct_val *v;
 	struct nat_req *q;
-	__u32 zero = 0;
+	__u32 zero = 0, gen;
+	__be32 xaddr;
+	__be16 xport;
 	__u64 *hd;
 
 	if (!sc)
@@ -603,12 +649,36 @@ __noinline int nat_evict(void)
 	e.ring = q->cfg.nat_sess;
 	if (!e.ring)
 		return 0;
-	e.head = *hd % e.ring; /* the slot about to be reused holds the oldest session */
+	/*
+	 * The slot about to be reused holds the oldest session; a try after
+	 * one whose pick another CPU took (both CPUs pick the oldest) looks
+	 * past that many slots, or it could lose to the same CPU every time.
+	 */
+	e.head = (*hd + skip) % e.ring;
 	bpf_loop(EVICT_SCAN, evict_cb, &e, 0);
+	if (!e.found) {
+		void *m = nat_tab(&xdpr_nat_cta);
+		struct xdpr_ct_hdr *hdr = m ? bpf_map_lookup_elem(m, (const void *)&ct_idx[0]) : NULL;
+
+		if (!hdr)
+			return 0;
+		e.ring = hdr->mask; /* e.head and e.ring: where in the slot array, and its mask */
+		e.head = bpf_get_prandom_u32();
+		bpf_loop(2 * EVICT_SCAN, evict_slot_cb, &e, 0);
+	}
 	if (!e.found)
 		return 0;
 	v = ct_lookup(&e.best);
-	return v ? nat_sweep_key(&e.best, v, q->now, &q->cfg, e.best_n != 0xffffffff) : 0;
+	if (!v)
+		return 1; /* another CPU removed it first: there was room; try again */
+	xaddr = v->xaddr;
+	xport = v->xport;
+	gen = v->bind_gen;
+	if (!nat_sweep_key(&e.best, v, q->now, &q->cfg, e.best_n != 0xffffffff))
+		return 1; /* another CPU removed it first: there was room; try again */
+	/* its port has no room for a hold-down either: the binding goes with its last session */
+	bind_free_now(xaddr, xport, e.best.proto, gen);
+	return 1;
 }
 
 /* ------------------------------------------------------------ creation */
@@ -739,12 +809,17 @@ __noinline int nat_bind(struct xdp_md *ctx)
 	q = &sc->q;
 
 	for (int tries = 0; tries < 3; tries++) {
+		int got;
+
 		res = eim_get(q, &stale);
 		if (res == EIM_HIT)
 			return NAT_OK;
 		if (q->from_in)
 			return XDPR_NE_NO_PORT; /* an inbound packet never makes a new mapping */
-		if (res == EIM_CLAIMING || !eim_claim(q, res, stale)) {
+		got = res == EIM_CLAIMING ? 0 : eim_claim(q, res, stale);
+		if (got < 0)
+			return XDPR_NE_TABLE_FULL; /* no room for the mapping: not another CPU's doing */
+		if (!got) {
 			/* another CPU claims this endpoint: adopt what it publishes */
 			eim_wait(q);
 			continue;
@@ -786,14 +861,23 @@ static __always_inline int nat_create(struct xdp_md *ctx)
 		q->rescan = 1;
 		ev = nat_bind(ctx);
 	}
+	/*
+	 * The mapping or binding table full: make room as for a full session
+	 * table, again if another CPU took the room first.
+	 */
+	for (int tries = 0; tries < EVICT_TRIES && ev == XDPR_NE_TABLE_FULL && !q->from_in; tries++) {
+		if (!nat_evict(tries) && (tries || !nat_pressure_sweep(q->now)))
+			break;
+		ev = nat_bind(ctx);
+	}
 	if (ev >= 0) {
 		host_put(q->key.saddr);
 		return ev;
 	}
 insert:
-	for (int tries = 0; tries < 2; tries++) {
+	for (int tries = 0; tries < EVICT_TRIES; tries++) {
 		ev = nat_insert();
-		if (ev != XDPR_NE_TABLE_FULL || tries || !nat_evict())
+		if (ev != XDPR_NE_TABLE_FULL || tries == EVICT_TRIES - 1 || !nat_evict(tries))
 			break;
 	}
 	if (ev == NAT_OK) {
