@@ -378,8 +378,17 @@ static long gc_cta_cb(struct bpf_map *map, __u32 *idx, struct xdpr_ct_slot *sl, 
 static long gc_bind_cb(struct bpf_map *map, struct xdpr_bind_key *k, struct xdpr_bind *b,
 		       struct sweep_ctx *s)
 {
+	__u64 st;
+
 	if (sweep_enough(s))
 		return 1;
+	if (s->op == XDPR_GC_ALL) {
+		/* every session went (`nat flush`): their ports too, hold-down or not */
+		st = READ_ONCE_U64(b->state);
+		if (!(st & XDPR_BIND_DYING) && !XDPR_BIND_REFS(st) && bind_free(k, b, st))
+			s->binds_freed++;
+		return 0;
+	}
 	if (bind_try_free(k, b, s->now, (__u64)s->cfg->holddown * NSEC))
 		s->binds_freed++;
 	return 0;

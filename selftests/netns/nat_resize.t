@@ -97,6 +97,11 @@ is "$(size)" 65536 "after the refusal: still 65536"
 num "$(mem session_halves)" -ge 2400 "the sessions are all still there"
 is "$(udp "$C1" ask 20001 2 10.0.4.2:7000)" "10.0.2.1:20001" "an old flow still answers through its session"
 ok "nat flush sessions" xdpr nat flush sessions
+is "$(xdpr -j nat show | jq -c '[.[].held[]?.ports] | add // 0')" 0 \
+	"after nat flush sessions: no port held, none in hold-down"
+ok "nat limit sessions 1024 after nat flush sessions (what its refusal advised)" xdpr nat limit sessions 1024
+is "$(size)" 1024 "the tables hold 1024 sessions"
+ok "nat limit sessions 65536" xdpr nat limit sessions 65536
 
 # ---- the filter's flow states are sized and moved with the sessions (the
 # table is a per-CPU LRU: a copy from one CPU would keep half of them, silently)
