@@ -1565,7 +1565,31 @@ int do_save(int argc, char **argv)
 	xdpr_close(&x);
 	if (ret)
 		return fail(EXIT_FAIL, "%s", err);
-	conf_print(stdout, &c);
+	if (out_is_json()) {
+		/* {"config": the text restore reads, "commands": its lines that are not comments} */
+		char *text = NULL, *save = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&text, &len);
+
+		if (!m) {
+			conf_free(&c);
+			return fail(EXIT_FAIL, "cannot write: %s", strerror(errno));
+		}
+		conf_print(m, &c);
+		fclose(m);
+		out_obj_open(NULL);
+		out_str("config", NULL, text ? text : "");
+		out_arr_open("commands");
+		for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			if (*l != '#')
+				out_str(NULL, NULL, l);
+		out_arr_close();
+		out_obj_close();
+		out_flush_doc();
+		free(text);
+	} else {
+		conf_print(stdout, &c);
+	}
 	conf_free(&c);
 	if (fflush(stdout) || ferror(stdout))
 		return fail(EXIT_FAIL, "cannot write: %s", strerror(errno));

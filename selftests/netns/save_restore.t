@@ -55,6 +55,11 @@ cli "$R" save
 is "$RC" 0 "save: exit 0"
 is "$OUT" "$(cat "$T_TMP/want.save")" "save prints the running state in the file's words"
 printf '%s\n' "$OUT" >"$T_TMP/saved"
+cli "$R" -j save
+is "$RC" 0 "-j save: exit 0"
+is "$(jq -r .config <<<"$OUT" 2>&1)" "$(cat "$T_TMP/saved")" "-j save: .config is what save prints"
+is "$(jq -r '.commands | join("\n")' <<<"$OUT" 2>&1)" "$(grep -v '^#' "$T_TMP/saved")" \
+	"-j save: .commands are its lines that are not comments"
 is "$(xdpr -j nat limit | jq -c '[.sessions, .host]')" "[131072,512]" "nat limit: sessions 131072, host 512 applied"
 is "$(xdpr -j nat timeout | jq -c '[."tcp-est", .udp, .icmp]')" "[7440,90,30]" "nat timeout: udp 90 icmp 30 applied, tcp-est default"
 is "$(xdpr -j link show | jq -r '[.[].dev] | sort | join(" ")')" "r0 r1 r2" "link show: r0 r1 r2 attached"
