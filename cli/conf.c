@@ -753,23 +753,67 @@ static int conf_check(struct conf *c, const char *name, char *err, size_t len)
 	return 0;
 }
 
+/* A line's bytes for an error message: printable ASCII as is, the rest as \xNN; at most 48 of them. */
+static const char *escaped(const char *p, ssize_t n, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r'))
+		n--;
+	for (ssize_t i = 0; i < n && i < 48 && at + 8 < len; i++) {
+		unsigned char b = p[i];
+
+		if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\')
+			buf[at++] = b;
+		else
+			at += snprintf(buf + at, len - at, "\\x%02x", b);
+	}
+	if (n > 48 && at + 4 < len)
+		at += snprintf(buf + at, len - at, "...");
+	buf[at] = 0;
+	return buf;
+}
+
 int conf_parse(FILE *f, const char *name, unsigned int flags, struct conf *c, char *err, size_t len)
 {
 	char *line = NULL, **w = NULL, e[1024];
 	size_t lcap = 0, wcap = 0, lineno = 0;
+	ssize_t got;
 	int ret = 0;
 
 	conf_init(c);
 	c->flags = flags;
 	snprintf(c->name, sizeof(c->name), "%s ", name);
-	while (getline(&line, &lcap, f) >= 0) {
-		char *hash = strchr(line, '#');
+	while ((got = getline(&line, &lcap, f)) >= 0) {
+		char *hash = memchr(line, '#', got), *start = line;
 		int n;
 
 		lineno++;
-		if (hash)
+		if (hash) {
 			*hash = 0;
-		n = split(line, &w, &wcap);
+			got = hash - line;
+		}
+		/* a UTF-8 byte order mark (some editors write one) starts the file */
+		if (lineno == 1 && got >= 3 && !memcmp(line, "\xef\xbb\xbf", 3)) {
+			start += 3;
+			got -= 3;
+		}
+		/* words are printable ASCII (comments may hold anything) */
+		for (ssize_t i = 0; i < got; i++) {
+			unsigned char b = start[i];
+
+			if ((b >= 0x20 && b < 0x7f) || b == '\t' || b == '\r' || b == '\n')
+				continue;
+			snprintf(err, len, "%s line %zu: byte \\x%02x at column %zd: a configuration is "
+				 "printable ASCII outside comments: \"%s\"", name, lineno, b, i + 1,
+				 escaped(start, got, e, sizeof(e)));
+			ret = EXIT_USAGE;
+			break;
+		}
+		if (ret)
+			break;
+		n = split(start, &w, &wcap);
 		if (n < 0) {
 			ret = ERR("%s line %zu: out of memory", name, lineno);
 			break;

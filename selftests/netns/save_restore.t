@@ -77,7 +77,20 @@ cli "$R" -j restore "$CONF"
 is "$(jq -c '[.attached,.detached,.nat_added,.nat_replaced,.nat_deleted,.routes_changed,.filter_changed,.nat_resized,.nat_settings_changed]' <<<"$OUT")" \
 	"[0,0,0,0,0,0,false,false,false]" "the same file again: -j says nothing changed"
 
+# ---- a UTF-8 byte order mark before the first line is no part of it
+{ printf '\xef\xbb\xbf'; cat "$CONF"; } >"$T_TMP/bom"
+cli "$R" -j restore "$T_TMP/bom"
+is "$RC:$(jq -c '[.attached,.detached,.nat_added,.nat_deleted,.routes_changed,.filter_changed]' <<<"$OUT")" \
+	"0:[0,0,0,0,0,false]" "the same file after a UTF-8 BOM: exit 0, nothing changed"
+
 # ---- bad files: the line is named, nothing is applied
+# fails_exactly DESC RC LINE ARGS...: exit RC, stderr exactly LINE, stdout empty
+fails_exactly() {
+	local desc=$1 rc=$2 want=$3
+	shift 3
+	cli "$R" "$@"
+	is "$RC|$ERR|$OUT" "$rc|$want|" "$desc: exit $rc, exactly one Error line, escaped"
+}
 printf 'link attach r0 r2 r1\nnat add out r1 masquerade\nroute add 10.9.0.0/16 blakhole\n' >"$T_TMP/bad1"
 cli_fails "an unknown route word" 2 "bad1 line 3: unknown route word \"blakhole\"" "$R" restore "$T_TMP/bad1"
 printf 'link attach r0\nfrobnicate all\n' >"$T_TMP/bad2"
@@ -90,6 +103,14 @@ printf 'link attach r0 r1\nnat timeout udp 60\nnat timeout udp 70\n' >"$T_TMP/ba
 cli_fails "a timeout set twice" 2 "line 3: \"udp\" is already set on line 2" "$R" restore "$T_TMP/bad5"
 printf 'link attach r0 r1\nfilter add src @nosuch drop\n' >"$T_TMP/bad6"
 cli_fails "a rule naming a set no line adds" 1 "line 2: no \"set add nosuch\" line for this rule" "$R" restore "$T_TMP/bad6"
+printf 'link attach r0 r1\nnat add out r1 \x01masq\xc3\x28\x00x # \xff comment\n' >"$T_TMP/bad7"
+fails_exactly "binary bytes in a line" 2 \
+	"Error: $T_TMP/bad7 line 2: byte \\x01 at column 16: a configuration is printable ASCII outside comments: \"nat add out r1 \\x01masq\\xc3(\\x00x \" (nothing applied)" \
+	restore "$T_TMP/bad7"
+printf '\xef\xbb\xbf\xef\xbb\xbflink attach r0\n' >"$T_TMP/bad8"
+fails_exactly "a second BOM" 2 \
+	"Error: $T_TMP/bad8 line 1: byte \\xef at column 1: a configuration is printable ASCII outside comments: \"\\xef\\xbb\\xbflink attach r0\" (nothing applied)" \
+	restore "$T_TMP/bad8"
 cli_fails "restore without a file" 2 'expected "restore { FILE | - }"' "$R" restore
 cli_fails "save with an argument" 2 '"save" takes no arguments' "$R" save now
 cli "$R" save
