@@ -68,7 +68,7 @@ complete_line() {
 }
 
 # completion, cases, unit, man pages, example, metrics, install, restore
-echo "1..$((2 + ${#comp_cases[@]} + 8 + 3 + 5 + 1 + 5 + 1))"
+echo "1..$((2 + ${#comp_cases[@]} + 8 + 3 + 6 + 1 + 5 + 1))"
 
 # ---- bash completion ----
 out=$(bash -n cli/xdpr.bash-completion 2>&1)
@@ -174,6 +174,14 @@ while read -r k; do
 done <<< "$kinds"
 [ -z "$bad" ]
 tap $? "xdpr.conf(5) describes every command" "not described:$bad"
+# the kinds of "nat add" (cli/conf.c: add_nat, add_npt, binat), each in both
+bad=
+for k in "nat add out" "nat add in" "nat add binat" "nat add npt"; do
+	grep -q "^# $k " daemon/xdpr.conf || bad="$bad \"$k\" (xdpr.conf)"
+	grep -q "^\.B[IR]* \"\?$k[ \"]" <<< "$man5" || bad="$bad \"$k\" (xdpr.conf.5)"
+done
+[ -z "$bad" ]
+tap $? "daemon/xdpr.conf and xdpr.conf(5) explain every kind of nat add" "missing:$bad"
 
 # ---- metrics: every name the code writes is in xdprd(8) ----
 names=$(sed -n 's/.*head(f, "\(xdpr_[a-z_]*\)".*/\1/p' cli/prom.c
