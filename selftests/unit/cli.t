@@ -26,7 +26,9 @@ cases=(
 	"2|expected \"route del PREFIX\"|route del"
 )
 n=$(grep -c '^\(not \)\?ok' /tmp/xdpr-unit.$$)
-echo "1..$((n + ${#cases[@]} * 2 + 2))"
+# every command the bash completion offers for an object (cli/xdpr.bash-completion)
+objs=$(sed -n 's/^\t\([a-z]*\)) w="\([^"]*\)" ;;$/\1 \2/p' cli/xdpr.bash-completion)
+echo "1..$((n + ${#cases[@]} * 2 + 3 + $(wc -l <<< "$objs")))"
 cat /tmp/xdpr-unit.$$; rm -f /tmp/xdpr-unit.$$
 i=$n
 for c in "${cases[@]}"; do
@@ -47,4 +49,21 @@ i=$((i + 1)); $X help | grep -q 'link attach DEV' && echo "ok $i - help shows th
 	{ echo "not ok $i - help"; rc=1; }
 i=$((i + 1)); $X -V | grep -q '^xdpr ' && echo "ok $i - -V prints the version" ||
 	{ echo "not ok $i - version"; rc=1; }
+# -h names every command of every object, as the completion offers them
+help=$($X -h)
+while read -r obj words; do
+	miss=
+	for w in $words; do
+		[ "$w" = help ] && continue
+		case $obj in
+		top) grep -q "xdpr \[OPTIONS\] top .*\b$w\b" <<< "$help" ;;
+		*) grep -q "xdpr \[OPTIONS\] $obj\( .*[{|] \| \)$w\b" <<< "$help" ;;
+		esac || miss="$miss $w"
+	done
+	i=$((i + 1))
+	[ -z "$miss" ] && echo "ok $i - -h: $obj $words" ||
+		{ echo "not ok $i - -h does not name $obj:$miss"; rc=1; }
+done <<< "$objs"
+i=$((i + 1)); grep -q 'xdpr \[OPTIONS\] stats -o { prometheus | text }' <<< "$help" &&
+	echo "ok $i - -h: stats -o" || { echo "not ok $i - -h does not name stats -o"; rc=1; }
 exit $rc
