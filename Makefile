@@ -41,6 +41,21 @@ BPFT_BINS := $(BPFT_SRCS:selftests/bpf/%.c=$(BUILD)/selftests/%)
 
 all: $(BUILD)/xdpr $(BUILD)/xdprd $(UNIT_BINS) $(BPFT_BINS)
 
+# What xdpr -V says: the package version (debian/changelog), the commit when
+# built from git, and the datapath's build id (the BPF object's SHA-256,
+# written into the program's .rodata at load: link show compares).  The
+# header changes only when one of them does.
+XDPR_VERSION := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
+GIT_DESC := $(shell git describe --tags --always --dirty 2>/dev/null)
+.PHONY: FORCE
+$(BUILD)/version.h: $(BUILD)/xdpr.bpf.o FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)printf '#define XDPR_VERSION "%s"\n#define XDPR_BPF_ID "%s"\n' \
+		'$(XDPR_VERSION)$(if $(GIT_DESC), ($(GIT_DESC)))' "$$(sha256sum $< | cut -c1-16)" > $@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(BUILD)/cli/main.o $(BUILD)/daemon/xdprd.o $(BUILD)/loader/core.o: $(BUILD)/version.h
+
 $(BUILD)/xdpr.bpf.o: bpf/xdpr.bpf.c $(BPF_HDRS)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)

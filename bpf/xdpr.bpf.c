@@ -226,4 +226,7 @@ int xdpr_probe(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
+/* The build of this program, written by its loader (loader/core.c: xdpr_skel_prepare; `link show`). */
+const volatile char xdpr_build[24] = {};
+
 char _license[] SEC("license") = "GPL";

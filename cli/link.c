@@ -311,6 +311,9 @@ static void show_one(const struct xdpr *x, const struct xdpr_link *l)
 	out_u64("ifindex", "%7llu  ", l->ifindex);
 	out_str("mode", "%-6s  ", xdpr_mode_name(l->mode));
 	out_u64("prog_id", "%7llu  ", l->prog_id);
+	out_str("prog_tag", NULL, l->prog_tag);
+	out_str("build", NULL, l->build);
+	out_bool("this_build", NULL, !strcmp(l->build, xdpr_build_id()));
 	out_bool("dispatcher", "%-10s  ", l->dispatcher);
 	out_bool("xdp_xmit", "%-4s  ", l->has_cfg && (l->cfg.flags & XDPR_IF_XMIT));
 	out_u64("slot", "%4llu  ", l->has_cfg ? l->cfg.slot : 0);
@@ -417,6 +420,21 @@ static int link_show(int argc, char **argv)
 			out_text(" (deleted: once it is back, \"xdpr link attach %s\" continues its "
 				 "counters; \"xdpr link detach %s\" forgets it)\n", g->name, g->name);
 		out_obj_close();
+	}
+	/* each program running: its tag, and whether it is this xdpr's build */
+	for (int i = 0; i < x.nlinks; i++) {
+		const struct xdpr_link *l = &x.links[i];
+		bool seen = false;
+
+		for (int k = 0; k < i; k++)
+			seen |= x.links[k].prog_id == l->prog_id;
+		if (seen || l->parent || (dev && strcmp(dev, l->name)))
+			continue;
+		if (!strcmp(l->build, xdpr_build_id()))
+			out_text("prog %u: tag %s, build %s (this xdpr's)\n", l->prog_id, l->prog_tag, l->build);
+		else
+			out_text("prog %u: tag %s, build %s (another build: this xdpr's is %s)\n", l->prog_id,
+				 l->prog_tag, *l->build ? l->build : "unknown", xdpr_build_id());
 	}
 	if (nft_on && !dev)
 		out_text("forwarded traffic goes through the kernel (pass_nft_policy): netfilter has "

@@ -12,9 +12,7 @@
 #include "conf.h"
 #include "out.h"
 
-#ifndef XDPR_VERSION
-#define XDPR_VERSION "0.1"
-#endif
+#include "version.h" /* XDPR_VERSION, XDPR_BPF_ID (Makefile) */
 
 struct cli_opts opts;
 
@@ -96,7 +94,7 @@ int main(int argc, char **argv)
 		case 'j': opts.json = true; break;
 		case 'p': opts.json = opts.pretty = true; break;
 		case 's': opts.detail++; break;
-		case 'V': printf("xdpr %s\n", XDPR_VERSION); return EXIT_OK;
+		case 'V': printf("xdpr %s\ndatapath build %s\n", XDPR_VERSION, XDPR_BPF_ID); return EXIT_OK;
 		case 'h': usage(stdout); return EXIT_OK;
 		default:
 			return fail(EXIT_USAGE, "unknown option \"%s\"", argv[optind - 1]);

@@ -59,9 +59,7 @@
 #include "out.h"
 #include "prom.h"
 
-#ifndef XDPR_VERSION
-#define XDPR_VERSION "0.1"
-#endif
+#include "version.h" /* XDPR_VERSION, XDPR_BPF_ID (Makefile) */
 
 #define DEF_CONFIG  "/etc/xdpr/xdpr.conf"
 #define DEF_METRICS "127.0.0.1:9477"
@@ -1230,7 +1228,7 @@ int main(int argc, char **argv)
 			d.gc_secs = v;
 			break;
 		case 'f': d.foreground = true; break;
-		case 'V': printf("xdprd %s\n", XDPR_VERSION); return 0;
+		case 'V': printf("xdprd %s\ndatapath build %s\n", XDPR_VERSION, XDPR_BPF_ID); return 0;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "Error: unknown option \"%s\"\n", argv[optind - 1]);

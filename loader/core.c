@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include <xdp/libxdp.h>
 #include "core.h"
 #include "xdpr.skel.h"
+#include "version.h" /* XDPR_BPF_ID */
 
 #define XDPR_RUN_DIR "/run/xdpr"
 #define XDPR_PIN_DIR "/sys/fs/bpf/xdpr"
@@ -162,6 +164,52 @@ static __u64 prog_since(int prog_fd)
 	/* load_time is nanoseconds since boot; subtract before rounding */
 	return (real.tv_sec * 1000000000ULL + real.tv_nsec - boot.tv_sec * 1000000000ULL -
 		boot.tv_nsec + info.load_time) / 1000000000ULL;
+}
+
+/*
+ * What a running program is: its kernel tag (hex), and the build id its
+ * loader wrote into its .rodata (xdpr_build; "" if it has none: an older
+ * build's).
+ */
+static void prog_ident(int prog_fd, struct xdpr_link *l)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), ids[64], n;
+	const size_t off = offsetof(struct xdpr_bpf__rodata, xdpr_build);
+
+	l->prog_tag[0] = l->build[0] = 0;
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return;
+	for (int i = 0; i < 8; i++)
+		snprintf(l->prog_tag + 2 * i, 3, "%02x", info.tag[i]);
+	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	memset(&info, 0, sizeof(info));
+	len = sizeof(info);
+	info.nr_map_ids = n;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return;
+	for (__u32 i = 0; i < info.nr_map_ids && i < n && !l->build[0]; i++) {
+		struct bpf_map_info mi = {};
+		__u32 mlen = sizeof(mi), zero = 0;
+		int fd = bpf_map_get_fd_by_id(ids[i]);
+		char *v;
+
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &mi, &mlen) && !strcmp(mi.name, "xdpr_bpf.rodata") &&
+		    mi.value_size >= off + sizeof(l->build) && (v = calloc(1, mi.value_size))) {
+			if (!bpf_map_lookup_elem(fd, &zero, v))
+				snprintf(l->build, sizeof(l->build), "%.*s", (int)sizeof(l->build) - 1, v + off);
+			free(v);
+		}
+		close(fd);
+	}
+}
+
+const char *xdpr_build_id(void)
+{
+	return XDPR_BPF_ID;
 }
 
 /*
@@ -538,6 +586,7 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 			l->mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB ? XDPR_MODE_SKB
 										 : XDPR_MODE_NATIVE;
 			l->prog_id = xdp_program__id(p);
+			prog_ident(xdp_program__fd(p), l);
 			l->since = prog_since(xdp_program__fd(p));
 			l->dispatcher = !xdp_multiprog__is_legacy(mp);
 			err = adopt_maps(x, xdp_program__fd(p));
@@ -582,6 +631,8 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		l->has_cfg = true;
 		l->mode = port->mode;
 		l->prog_id = port->prog_id;
+		memcpy(l->prog_tag, port->prog_tag, sizeof(l->prog_tag));
+		memcpy(l->build, port->build, sizeof(l->build));
 		l->dispatcher = port->dispatcher;
 		l->since = port->since;
 		l->parent = port->ifindex;
@@ -901,6 +952,7 @@ void xdpr_skel_prepare(struct xdpr_bpf *skel)
 	__u32 regions = cpus > 0 ? cpus : 1;
 
 	skel->rodata->xdpr_hz = xdpr_kernel_hz();
+	snprintf((char *)skel->rodata->xdpr_build, sizeof(skel->rodata->xdpr_build), "%s", XDPR_BPF_ID);
 	if (cpus > 0)
 		skel->rodata->xdpr_flt_churn_n = XDPR_FLT_CHURN_N(cpus);
 	/* a region of copy sets for each possible CPU (xdpr_shared.h, xdpr_flt_hot, xdpr_flt_hot6) */

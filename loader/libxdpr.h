@@ -36,6 +36,8 @@ struct xdpr_link {
 	__u32 ifindex;
 	enum xdpr_mode mode;
 	__u32 prog_id;
+	char prog_tag[17];  /* the kernel's tag of the program (hex) */
+	char build[24];     /* the build id its loader wrote (xdpr_build_id()); "": an older build */
 	__u64 since;        /* attach time, Unix seconds */
 	bool dispatcher;    /* attached through libxdp's dispatcher */
 	bool forced;        /* attached with XDPR_F_FORCE */
@@ -652,6 +654,8 @@ int xdpr_nf_follow(struct xdpr *x, struct xdpr_nf_report *nf);
 const char *xdpr_reason_name(int reason);
 const char *xdpr_reason_desc(int reason);
 const char *xdpr_mode_name(enum xdpr_mode mode);
+/* The build id of the datapath this library loads (struct xdpr_link.build of what it attached). */
+const char *xdpr_build_id(void);
 const char *xdpr_nat_event_name(int event);
 
 /*

@@ -96,6 +96,19 @@ for dev in r0 r1; do
 	is "$(jq -c --arg d "$dev" '.[] | select(.dev == $d) | {ifindex, prog_id}' <<<"$OUT")" "$want" \
 		"-j link show: $dev's ifindex and prog_id are the kernel's"
 done
+# which build runs: the kernel's tag, and the build id -V names
+build=$("$XDPR" -V | sed -n 's/^datapath build \([0-9a-f]\{16\}\)$/\1/p')
+like "$("$XDPR" -V | head -n1)" '^xdpr [0-9][^ ]* \(.+\)$|^xdpr [0-9][^ ]*$' "-V: xdpr VERSION [(git describe)]"
+like "$build" '^[0-9a-f]{16}$' "-V: datapath build ID (16 hex digits)"
+for dev in r0 r1; do
+	id=$(jq -r --arg d "$dev" '.[] | select(.dev == $d) | .prog_id' <<<"$OUT")
+	tag=$(in_ns "$R" bpftool -j prog show id "$id" 2>/dev/null | jq -r .tag)
+	is "$(jq -c --arg d "$dev" '.[] | select(.dev == $d) | [.prog_tag, .build, .this_build]' <<<"$OUT")" \
+		"[\"$tag\",\"$build\",true]" "-j link show: $dev's prog_tag is bpftool's, build is -V's, this_build"
+done
+id=$(jq -r '.[0].prog_id' <<<"$OUT")
+like "$(xdpr link show)" "prog $id: tag $tag, build $build \\(this xdpr's\\)" \
+	"link show (text): the program's tag and build, this xdpr's"
 is "$(jq -r '[.[].slot] | unique | length' <<<"$OUT")" 2 "-j link show: r0 and r1 have their own slot"
 is "$(jq -r '[.[].prog_id] | unique | length' <<<"$OUT")" 1 \
 	"-j link show: r0 and r1, attached in two calls, run one program (one prog_id)"

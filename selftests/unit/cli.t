@@ -28,7 +28,7 @@ cases=(
 n=$(grep -c '^\(not \)\?ok' /tmp/xdpr-unit.$$)
 # every command the bash completion offers for an object (cli/xdpr.bash-completion)
 objs=$(sed -n 's/^\t\([a-z]*\)) w="\([^"]*\)" ;;$/\1 \2/p' cli/xdpr.bash-completion)
-echo "1..$((n + ${#cases[@]} * 2 + 3 + $(wc -l <<< "$objs")))"
+echo "1..$((n + ${#cases[@]} * 2 + 4 + $(wc -l <<< "$objs")))"
 cat /tmp/xdpr-unit.$$; rm -f /tmp/xdpr-unit.$$
 i=$n
 for c in "${cases[@]}"; do
@@ -49,6 +49,11 @@ i=$((i + 1)); $X help | grep -q 'link attach DEV' && echo "ok $i - help shows th
 	{ echo "not ok $i - help"; rc=1; }
 i=$((i + 1)); $X -V | grep -q '^xdpr ' && echo "ok $i - -V prints the version" ||
 	{ echo "not ok $i - version"; rc=1; }
+# the datapath's build id, the same in xdprd (both embed the one BPF object)
+v=$($X -V | sed -n 2p); d=$($B/xdprd -V 2>&1 | sed -n 2p)
+i=$((i + 1)); [[ "$v" =~ ^datapath\ build\ [0-9a-f]{16}$ && "$d" == "$v" ]] &&
+	echo "ok $i - xdpr -V and xdprd -V name the datapath build ($v)" ||
+	{ echo "not ok $i - -V: \"$v\", xdprd -V: \"$d\""; rc=1; }
 # -h names every command of every object, as the completion offers them
 help=$($X -h)
 while read -r obj words; do
