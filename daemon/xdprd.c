@@ -230,7 +230,12 @@ static bool link_changed(const char *name, __u32 ifindex)
 	return false; /* not a device the file names */
 }
 
-/* Open the router under the lock, finishing what a killed command left. */
+static void log_lines(int prio, const char *why, const char *text);
+
+/*
+ * Open the router under the lock, finishing what a killed command left
+ * (and moving port forwards onto their interface's address: logged).
+ */
 static int open_locked(struct xdpr *x, char *err, size_t len)
 {
 	int ret = xdpr_open(x, XDPR_O_LOCK);
@@ -239,6 +244,11 @@ static int open_locked(struct xdpr *x, char *err, size_t len)
 	x->nf_followed = true;
 	if (!ret)
 		ret = xdpr_nat_repair(x, NULL, 0);
+	if (!ret) {
+		log_lines(LOG_WARNING, NULL, x->note);
+		log_lines(LOG_INFO, NULL, x->info);
+		x->note[0] = x->info[0] = 0;
+	}
 	if (ret && ret != -ENOENT) {
 		snprintf(err, len, "%s", x->err);
 		xdpr_close(x);

@@ -12,8 +12,8 @@
 #     then `xdpr link sync`: H reaches C1 through NEW:8080, OLD:8080 no longer
 #     forwards (the kernel gets the packet: no answer), `nat show` says NEW;
 #   - with xdprd: the address changed again, the daemon moves the forward by
-#     itself within seconds (no xdpr command): NEW2:8080 reaches C1, NEW:8080
-#     no longer does.
+#     itself within seconds (no xdpr command) and logs it: NEW2:8080 reaches
+#     C1, NEW:8080 no longer does.
 . "$(dirname "$0")/nat_lib.sh"
 XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd}
 
@@ -77,7 +77,7 @@ is "$(xdpr save | grep -c '^nat add in r1 proto tcp dport 8080 to 10.0.1.2:80$')
 
 # ---- with xdprd: it follows the kernel, no command needed
 if [ ! -x "$XDPRD" ]; then
-	skip 3 "$XDPRD not built"
+	skip 4 "$XDPRD not built"
 else
 	CONF=$T_TMP/xdpr.conf
 	cat >"$CONF" <<'EOF'
@@ -99,6 +99,8 @@ EOF
 	ok "xdprd moves the forward: H reaches C1 through 10.0.2.7:8080 within 5 s" \
 		reaches_within 5 10.0.2.7 8080 || diag_file "$T_TMP/xdprd.log"
 	ok "10.0.2.9:8080 no longer forwards" not reaches 10.0.2.9 8080
+	ok "xdprd logs the move" grep -q 'forward [0-9]* on "r1" follows its address: 10\.0\.2\.9 to 10\.0\.2\.7' \
+		"$T_TMP/xdprd.log"
 	kill -TERM "$DAEMON_PID"
 	wait "$DAEMON_PID" 2>/dev/null
 fi
