@@ -131,6 +131,9 @@ struct nat_scratch {
 	struct xdpr_bind_key bkey; /* allocator: candidate port */
 	struct xdpr_bind nb;       /* allocator: the binding to install */
 	struct nat_alloc_state a;
+	__u32 held_budget;         /* nat_free_held's walk: bindings it may still look at (off the
+	                              stack: a counter there keeps the verifier from seeing the
+	                              callback converge) */
 };
 
 struct {

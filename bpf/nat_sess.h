@@ -24,6 +24,7 @@
 #include "natlog.h"
 
 #define EVICT_SCAN 32
+#define HELD_SCAN 1024 /* bindings a full binding table's walk for a held-down port looks at */
 #define EVICT_TRIES 8 /* evictions a creation may run: other CPUs may take the room first */
 #define HOST_TRIES 16
 #define SWEEP_CAP (2 * XDPR_NAT_DEF_SESS) /* entries a sweep under pressure looks at, per table */
@@ -690,6 +691,45 @@ __noinline int nat_evict(__u32 skip)
 	return 1;
 }
 
+static long held_cb(struct bpf_map *map, struct xdpr_bind_key *k, struct xdpr_bind *b, int *freed)
+{
+	struct nat_scratch *sc = nat_scratch();
+	__u64 st;
+	__u32 rule;
+
+	if (!sc || !sc->held_budget)
+		return 1;
+	sc->held_budget--;
+	st = READ_ONCE_U64(b->state);
+	if ((st & XDPR_BIND_DYING) || XDPR_BIND_REFS(st))
+		return 0;
+	rule = b->rule;
+	if (!bind_free(k, b, st))
+		return 0;
+	nat_count(rule, XDPR_NE_PORT_REUSED);
+	*freed = 1;
+	return 1;
+}
+
+/*
+ * The mapping or binding table full of ports in their hold-down (their
+ * sessions gone), nothing to evict: the first such binding of a walk of
+ * HELD_SCAN bindings goes back to the pool now (`ports_reclaimed`): no
+ * room for its hold-down.  1 if one went.  Global.
+ */
+__noinline int nat_free_held(void)
+{
+	struct nat_scratch *sc = nat_scratch();
+	void *m = nat_tab(&xdpr_nat_bind);
+	int freed = 0;
+
+	if (!sc || !m)
+		return 0;
+	sc->held_budget = HELD_SCAN;
+	bpf_for_each_map_elem(m, held_cb, &freed, 0);
+	return freed;
+}
+
 /* ------------------------------------------------------------ creation */
 
 /*
@@ -875,7 +915,7 @@ static __always_inline int nat_create(struct xdp_md *ctx)
 	 * table, again if another CPU took the room first.
 	 */
 	for (int tries = 0; tries < EVICT_TRIES && ev == XDPR_NE_TABLE_FULL && !q->from_in; tries++) {
-		if (!nat_evict(tries) && (tries || !nat_pressure_sweep(q->now)))
+		if (!nat_evict(tries) && !nat_free_held() && (tries || !nat_pressure_sweep(q->now)))
 			break;
 		ev = nat_bind(ctx);
 	}

@@ -13,7 +13,10 @@
 #     evicted one (sessions_new - sessions_evicted = 1024), busy / drop_nat_busy (another CPU holding a
 #     claim) did not grow, table_full / drop_nat_full stayed 0 (eviction made
 #     room every time);
-#   - after the flood, a new connection from C1 is answered too.
+#   - after the flood, a new connection from C1 is answered too;
+#   - the tables full of ports in their hold-down (the flood's sessions
+#     expired and swept by nat gc): C1's new connection is answered within
+#     1 s, a held port going back to the pool (ports_reclaimed).
 . "$(dirname "$0")/nat_lib.sh"
 
 nat_topo_create ev
@@ -101,5 +104,19 @@ is "$((bd - bd0))" 0 "drop_nat_busy did not grow"
 is "$(nat_ctr table_full)" 0 "table_full: 0 (eviction made room every time)"
 is "$(full_drops)" 0 "drop_nat_full: 0"
 is "$(xdpr -j nat show | jq -r '.[0].held[0].ports')" 1024 "the rule holds 1024 ports: one per session, none held down"
+
+# ---- ports in their hold-down fill the tables, no session left to evict
+ok "nat flush sessions" xdpr nat flush sessions
+ok "nat timeout udp 2" xdpr nat timeout udp 2
+flood 5002 20000 21999 >"$T_TMP/flood3" 2>&1
+sleep 3
+gc=$(xdpr -j nat gc)
+num "$(jq -r .sessions_removed <<<"$gc")" -ge 1000 "nat gc removes the flood's expired sessions ($gc)"
+is "$(xdpr -j nat show | jq -r '.[0].held[0].holddown')" 1024 "1024 ports in their hold-down: the tables are full"
+pr0=$(nat_ctr ports_reclaimed)
+like "$(connect_1s)" '^10\.0\.2\.1:[0-9]+$' "C1's new connection is answered within 1 s"
+num "$(nat_grown "$pr0" ports_reclaimed)" -ge 1 "ports_reclaimed: a held-down port went back to the pool for it"
+is "$(nat_ctr table_full)" 0 "table_full: still 0"
+is "$(($(busy_drops) - bd0))" 0 "drop_nat_busy: still no growth"
 
 done_testing
