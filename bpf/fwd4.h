@@ -27,6 +27,7 @@
 #include "reject.h"
 #include "binat.h"
 #include "flow.h"
+#include "neigh.h"
 
 static __always_inline int ip4_martian(__be32 saddr, __be32 daddr)
 {
@@ -132,6 +133,7 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 	pkt4_to_io(p, sizeof(struct ethhdr), io);
 	pkt4_io_rules(io, out);
 	saddr = p->iph->saddr;
+	io->snat_sport = p->sport;
 	step = nat4_snat(ctx, io, flags & BPF_FIB_LOOKUP_SRC ? fib->ipv4_src : 0, now);
 	if (step == STEP_NAT_NORULE)
 		step = nat4_fwd_reply(ctx, io, now);
@@ -147,9 +149,18 @@ static __always_inline int ip4_snat(struct xdp_md *ctx, struct bpf_fib_lookup *f
 		if (f >= 0)
 			return f;
 	}
+	io->snat_new = step == STEP_NAT_CREATE;
 	if (step == STEP_NAT_CREATE)
 		step = nat4_create(ctx, io);
 	pkt4_from_io(p, io);
+	if (step == STEP_NEXT && (fibrc == BPF_FIB_LKUP_RET_NO_NEIGH || io->snat_new)) {
+		/* neighbours (neigh.h): a next hop that failed, a new session's inside host */
+		step = nbr4_snat(ctx, io, saddr, fibrc);
+		if (step == STEP_NBR_DEAD) { /* the frame is no longer the packet after it: an exit for sure */
+			step = nbr4_unreach(ctx, io, saddr);
+			return step < 0 ? XDPR_DROP_SHORT : step;
+		}
+	}
 	return step;
 }
 
@@ -187,7 +198,8 @@ static __always_inline int ip4_filter(struct xdp_md *ctx, struct bpf_fib_lookup 
  * forward.  Oversize with DF: "fragmentation needed" from XDP, quoting the
  * packet as it arrived (PMTUD through the NAT).  Oversize without DF: the
  * kernel fragments and forwards it.  Otherwise the kernel would answer with
- * an error quoting the inside address: drop, counted.
+ * an error quoting the inside address: drop, counted; without a neighbour,
+ * xdprd is asked to have the kernel resolve it (neigh.h).
  */
 static __always_inline int ip4_reversed_fail(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct pkt4 *p,
 					     const struct pkt4_io *io, int fibrc)
@@ -202,8 +214,10 @@ static __always_inline int ip4_reversed_fail(struct xdp_md *ctx, struct bpf_fib_
 		nat4_rewrite(p, XDPR_CT_IN, io->orig_daddr, io->orig_dport);
 		return icmp4_send(ctx, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu, XDPR_TX_ICMP_FRAG);
 	}
-	if (fibrc == BPF_FIB_LKUP_RET_NO_NEIGH)
+	if (fibrc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		nbr4_ask(fib->ifindex, fib->ipv4_dst); /* xdprd has the kernel resolve it */
 		return XDPR_DROP_NAT_IN_NO_NEIGH;
+	}
 	return XDPR_DROP_NAT_IN_NO_ROUTE;
 }
 

@@ -29,11 +29,13 @@
 static __always_inline int icmp_budget_take(void)
 {
 	__u32 zero = 0;
-	struct icmp_budget *b = bpf_map_lookup_elem(&xdpr_icmp_rl, &zero);
+	struct cpu_scr *s = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
 	__u64 now = bpf_ktime_get_coarse_ns();
+	struct icmp_budget *b;
 
-	if (!b)
+	if (!s)
 		return 0;
+	b = &s->icmp;
 	if (now - b->window > 1000000000ULL) {
 		b->window = now;
 		b->sent = 0;
@@ -46,12 +48,14 @@ static __always_inline int icmp_budget_take(void)
 
 /*
  * Turn the frame (an IPv4 packet right after the Ethernet header) into the
- * ICMP error type/code about it, with next-hop MTU mtu for "fragmentation
- * needed".  Returns the reason to exit with (tx_reason when sent).  After
- * this call the frame is no longer the packet it was.
+ * ICMP error tc (type << 8 | code) about it, with next-hop MTU mtu for
+ * "fragmentation needed", from address src (0: the packet's destination).
+ * Returns the reason to exit with (tx_reason when sent).  After this call
+ * the frame is no longer the packet it was.
  */
-__noinline int icmp4_send(struct xdp_md *ctx, __u32 type, __u32 code, __u32 mtu, __u32 tx_reason)
+__noinline int icmp4_err(struct xdp_md *ctx, __u32 tc, __u32 mtu, __be32 src, __u32 tx_reason)
 {
+	__u32 type = tc >> 8, code = tc & 0xff;
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct iphdr *oip = data + sizeof(*eth), *ip;
@@ -59,7 +63,7 @@ __noinline int icmp4_send(struct xdp_md *ctx, __u32 type, __u32 code, __u32 mtu,
 	__u8 smac[ETH_ALEN], dmac[ETH_ALEN];
 	__u32 quote, len, sum = 0;
 	long have;
-	__be32 src, dst;
+	__be32 dst;
 	__u16 *w;
 
 	if (!ctx || (void *)(oip + 1) > end)
@@ -71,7 +75,8 @@ __noinline int icmp4_send(struct xdp_md *ctx, __u32 type, __u32 code, __u32 mtu,
 		return XDPR_DROP_NAT_ICMP_LIMIT;
 	__builtin_memcpy(smac, eth->h_dest, ETH_ALEN);  /* ours */
 	__builtin_memcpy(dmac, eth->h_source, ETH_ALEN);
-	src = oip->daddr;
+	if (!src)
+		src = oip->daddr;
 	dst = oip->saddr;
 
 	/* room in front for the new IP and ICMP headers; the old packet becomes the quote */
@@ -121,6 +126,19 @@ __noinline int icmp4_send(struct xdp_md *ctx, __u32 type, __u32 code, __u32 mtu,
 	}
 	ic->check = ~csum_fold32(sum);
 	return tx_reason;
+}
+
+/* The error from the address the packet was sent to. */
+static __always_inline int icmp4_send(struct xdp_md *ctx, __u32 type, __u32 code, __u32 mtu, __u32 tx_reason)
+{
+	return icmp4_err(ctx, type << 8 | code, mtu, 0, tx_reason);
+}
+
+/* The error from address src (the router's own, toward the packet's source). */
+static __always_inline int icmp4_send_from(struct xdp_md *ctx, __u32 type, __u32 code, __be32 src,
+					   __u32 tx_reason)
+{
+	return icmp4_err(ctx, type << 8 | code, 0, src, tx_reason);
 }
 
 #endif /* XDPR_ICMP_H */

@@ -144,18 +144,37 @@ static __always_inline __u32 vlan_prio(const struct xdpr_l2 *l2, int tos)
 	return tos >= 0 ? (0x4620 >> (((tos >> 3) & 3) * 4)) & 0xf : l2->in_prio;
 }
 
+/* ICMP errors sent from XDP, per CPU: window start (ns) and count in it. */
+struct icmp_budget {
+	__u64 window;
+	__u64 sent;
+};
+
+/*
+ * Per CPU, off the 512-byte stack: the FIB parameters (first: a lookup of
+ * xdpr_fib_scr is a struct bpf_fib_lookup), the L2 state of the frame, and
+ * the ICMP budget (kept across packets).  One map for the three: a program
+ * uses at most 64 maps.
+ */
+struct cpu_scr {
+	struct bpf_fib_lookup fib;
+	struct xdpr_l2 l2;
+	struct icmp_budget icmp;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct xdpr_l2);
-} xdpr_l2_scr SEC(".maps");
+	__type(value, struct cpu_scr);
+} xdpr_fib_scr SEC(".maps");
 
 static __always_inline struct xdpr_l2 *l2_scratch(void)
 {
 	__u32 zero = 0;
+	struct cpu_scr *s = bpf_map_lookup_elem(&xdpr_fib_scr, &zero);
 
-	return bpf_map_lookup_elem(&xdpr_l2_scr, &zero);
+	return s ? &s->l2 : NULL;
 }
 
 /*
@@ -244,14 +263,6 @@ static __always_inline int nat_frozen(void)
 
 	return !c || (c->nat_frozen_until && bpf_ktime_get_coarse_ns() < c->nat_frozen_until);
 }
-
-/* FIB parameters live off the 512-byte stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bpf_fib_lookup);
-} xdpr_fib_scr SEC(".maps");
 
 /*
  * The packet as offsets (struct pkt4_io, parse.h), per CPU: what the IPv4
@@ -406,18 +417,5 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } xdpr_nat_sweep SEC(".maps");
-
-/* ICMP errors sent from XDP, per CPU: window start (ns) and count in it. */
-struct icmp_budget {
-	__u64 window;
-	__u64 sent;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct icmp_budget);
-} xdpr_icmp_rl SEC(".maps");
 
 #endif /* XDPR_MAPS_H */

@@ -155,7 +155,10 @@ struct pkt4_io {
 	__u32 fwd_if;      /* port forwards of this interface apply to the packet (0: none) */
 	__u8 fwd_new;      /* a forward's new flow: translated, its session not made yet */
 	__u8 flt_ran;      /* the filter step took this packet's view (filter4_view): flt_pkt.made is its own */
-	__u8 pad2[2];
+	__u8 snat_new;     /* source NAT made this packet's session (ip4_snat) */
+	__u8 pad2;
+	__be16 snat_sport; /* source NAT: the source port before translation */
+	__u16 pad3;
 };
 
 /* The offsets of p, whose IPv4 header starts l3 bytes into the frame. */

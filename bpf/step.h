@@ -19,6 +19,7 @@ enum xdpr_step {
 	STEP_NAT_NORULE = -8, /* nat4_snat: no rule covers the source (a forward's reply may: nat4_fwd_reply) */
 	STEP_BINAT      = -9, /* binat4_out: translated by a 1:1 rule (no source NAT after it) */
 	STEP_BINAT_FLT  = -10, /* binat4_out: a 1:1 rule applies; the filter first, untranslated */
+	STEP_NBR_DEAD   = -11, /* nbr4_snat: the next hop failed to resolve: nbr4_unreach answers */
 };
 
 #endif /* XDPR_STEP_H */

@@ -182,6 +182,11 @@ enum xdpr_reason {
 	                            (XDPR_CFG_NFT_POLICY): the kernel forwards it,
 	                            translated where NAT applied */
 
+	/* neighbours (appended) */
+	XDPR_TX_ICMP_HOST_UNREACH, /* to a NAT interface whose next hop failed to
+	                            resolve (xdpr_nbr_dead): ICMP host unreachable
+	                            sent back, quoting the packet as it arrived */
+
 	XDPR_REASON_MAX
 };
 
@@ -201,7 +206,7 @@ static inline int xdpr_reason_verdict(int reason)
 	if (reason == XDPR_FWD)
 		return 4; /* XDP_REDIRECT */
 	if ((reason >= XDPR_TX_ICMP_FRAG && reason <= XDPR_TX_ICMP_TTL) ||
-	    reason == XDPR_TX_FILTER_REJECT)
+	    reason == XDPR_TX_FILTER_REJECT || reason == XDPR_TX_ICMP_HOST_UNREACH)
 		return 3; /* XDP_TX */
 	if (reason == XDPR_PASS_VLAN_QINQ || reason == XDPR_PASS_NFT_POLICY)
 		return 2;
@@ -1366,5 +1371,59 @@ struct xdpr_natlog_rec {
 };
 
 _Static_assert(sizeof(struct xdpr_natlog_rec) == 40, "xdpr_natlog_rec layout");
+
+/* ---- neighbours the fast path needs (bpf/neigh.h, loader/nbr.c, daemon/neigh.c) ----
+ *
+ * A reply translated back to an inside host whose MAC the kernel does not
+ * know cannot be handed to the kernel (its "host unreachable" would quote
+ * the inside address): it is dropped (drop_nat_in_no_neigh) and the
+ * neighbour is asked for on xdpr_nbr_req, a ring xdprd reads; xdprd makes
+ * the kernel resolve it and keep it resolved (a managed entry).  A new NAT
+ * session asks for its inside host too when the kernel has no entry, so
+ * the first reply finds it.  One address is asked for at most every
+ * XDPR_NBR_ASK_NS; a request the full ring cannot take is counted
+ * (XDPR_NB_LOST, in the program's xdpr_nbr_ctr).
+ *
+ * xdpr_nbr_dead holds next hops whose resolution failed (xdprd writes
+ * them from the kernel's notifications): a packet to a NAT interface
+ * through such a next hop is answered with ICMP host unreachable from XDP,
+ * quoting it as it arrived, until the mark lapses (XDPR_NBR_DEAD_NS) and
+ * the kernel tries again.
+ */
+#define XDPR_MAP_NBR_REQ   "xdpr_nbr_req"
+#define XDPR_MAP_NBR_DEAD  "xdpr_nbr_dead"
+#define XDPR_NBR_REQ_BYTES (16 * 4096)    /* the ring: 2,048 requests */
+#define XDPR_NBR_DEAD_MAX  1024
+#define XDPR_NBR_ASK_NS    200000000ULL   /* 0.2 s */
+#define XDPR_NBR_DEAD_NS   10000000000ULL /* 10 s */
+#define XDPR_RTPROT_XDPR   0xa9           /* NDA_PROTOCOL of the neighbour entries xdprd makes */
+
+struct xdpr_nbr_key {
+	__u32 ifindex;
+	__u8 family;        /* AF_INET, AF_INET6 */
+	__u8 pad[3];
+	__u8 addr[16];      /* IPv4 in the first 4 bytes, the rest 0 */
+};
+
+struct xdpr_nbr_rec {
+	struct xdpr_nbr_key k;
+	__u64 ts_ns;        /* bpf_ktime_get_coarse_ns */
+};
+
+enum xdpr_nbr_stat {        /* xdpr_nbr_ctr[], the program's global data */
+	XDPR_NB_ASKED = 0,  /* neighbours asked for on the ring */
+	XDPR_NB_LOST,       /* not asked for: the ring was full (no xdprd reads it?) */
+	XDPR_NB_MAX
+};
+
+/* The last request of a slot (xdpr_nbr_rl[], the program's global data). */
+struct xdpr_nbr_rl {
+	__u32 ifindex;
+	__be32 addr;
+	__u64 at;
+};
+
+_Static_assert(sizeof(struct xdpr_nbr_key) == 24, "xdpr_nbr_key layout");
+_Static_assert(sizeof(struct xdpr_nbr_rec) == 32, "xdpr_nbr_rec layout");
 
 #endif /* XDPR_SHARED_H */

@@ -62,6 +62,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_SLOTS] = "xdpr_slot_names",
 	[XM_NATLOG] = XDPR_MAP_NATLOG,     [XM_CTA] = XDPR_MAP_CTA,
 	[XM_IF_GEN] = XDPR_MAP_IF_GEN,
+	[XM_NBR_REQ] = XDPR_MAP_NBR_REQ,   [XM_NBR_DEAD] = XDPR_MAP_NBR_DEAD,
 };
 
 /* The library's own maps (bound to the program): a router may lack them. */
@@ -1275,6 +1276,7 @@ int xdpr_create_maps(struct xdpr *x)
 	}
 	meter_size(skel);
 	bpf_map__set_max_entries(skel->maps.xdpr_natlog, XDPR_NATLOG_BYTES);
+	bpf_map__set_max_entries(skel->maps.xdpr_nbr_req, XDPR_NBR_REQ_BYTES);
 	bpf_map__set_max_entries(skel->maps.xdpr_ddos_slots, XDPR_DDOS_SLOTS * (xdpr_ncpus() > 0 ? xdpr_ncpus() : 1));
 	bpf_object__for_each_map(m, skel->obj) {
 		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m));

@@ -56,6 +56,7 @@ static const struct {
 	[XDPR_DROP_VLAN_PUSH]        = { "drop_vlan_push",   "no headroom to put the egress VLAN tag on" },
 	[XDPR_DROP_DDOS_BAN]         = { "drop_ddos_ban",    "DDoS: its source or destination is banned" },
 	[XDPR_PASS_NFT_POLICY]       = { "pass_nft_policy",  "netfilter has forward rules XDP would bypass: the kernel forwards it (translated)" },
+	[XDPR_TX_ICMP_HOST_UNREACH]  = { "tx_icmp_host_unreach", "NAT: host unreachable sent back from XDP (the next hop failed to resolve)" },
 };
 
 const char *xdpr_reason_name(int r)

@@ -97,7 +97,7 @@ static void percpu_zero(int fd, __u32 key, size_t vsz)
 /* The ICMP budget of every CPU as after load: a fresh second, nothing sent. */
 static void icmp_budget_reset(void)
 {
-	percpu_zero(icmp_rl_fd, 0, 16);
+	percpu_zero(icmp_rl_fd, 0, bpf_map__value_size(skel->maps.xdpr_fib_scr));
 }
 
 /*
@@ -1729,7 +1729,7 @@ int main(void)
 	ringhd_fd = bpf_map__fd(skel->maps.xdpr_nat_ringhd);
 	cursor_fd = bpf_map__fd(skel->maps.xdpr_nat_cursor);
 	sweep_fd = bpf_map__fd(skel->maps.xdpr_nat_sweep);
-	icmp_rl_fd = bpf_map__fd(skel->maps.xdpr_icmp_rl);
+	icmp_rl_fd = bpf_map__fd(skel->maps.xdpr_fib_scr); /* the ICMP budget is in it */
 
 	printf("1..%d\n", NCASES);
 	printf("# xdpr_probe: bpf_fib_lookup(BPF_FIB_LOOKUP_SRC) = %d: %s\n", probe,
