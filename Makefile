@@ -90,7 +90,7 @@ $(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*.h) $(wildcard cli/*.h) loade
 
 # the daemon: the CLI's parsing and config engine, not its main
 $(BUILD)/xdprd: $(BUILD)/daemon/xdprd.o $(BUILD)/daemon/export.o $(BUILD)/daemon/ddos.o \
-		$(BUILD)/daemon/blackhole.o $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
+		$(BUILD)/daemon/blackhole.o $(BUILD)/daemon/neigh.o $(CLI_LIB_OBJS) $(BUILD)/libxdpr.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(DLDLIBS)
 

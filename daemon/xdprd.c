@@ -20,6 +20,8 @@
  *     interface that appears again (deleted and re-created) is attached
  *     again and its routes re-resolved, a MAC change is written to the
  *     maps, a neighbour change refreshes the routes that keep a gateway's MAC;
+ *   - has the kernel resolve the neighbours the fast path asks for, keeps
+ *     them resolved, and marks next hops that fail to (daemon/neigh.c);
  *   - sweeps expired NAT sessions, idle bindings and flow states every
  *     --gc seconds;
  *   - exports flow records (IPFIX, NetFlow v9: daemon/export.c) to the
@@ -56,6 +58,7 @@
 #include "conf.h"
 #include "export.h"
 #include "ddos.h"
+#include "neigh.h"
 #include "out.h"
 #include "prom.h"
 
@@ -102,15 +105,11 @@ static struct {
 enum { EV_ADDR, EV_LINK, EV_NEIGH };
 
 /* One line per event: stderr, which systemd gives to the journal. */
-__attribute__((format(printf, 2, 3)))
-static void logm(int prio, const char *fmt, ...)
+static void vlogm(int prio, const char *fmt, va_list ap)
 {
-	va_list ap;
 	char line[2048];
 
-	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
 	/* control characters (a device name, a file's words) never reach the log raw */
 	for (char *p = line; *p; p++)
 		if ((unsigned char)*p < 0x20)
@@ -119,6 +118,26 @@ static void logm(int prio, const char *fmt, ...)
 		fprintf(stderr, "<%d>%s\n", prio, line);
 	else
 		fprintf(stderr, "xdprd: %s\n", line);
+}
+
+__attribute__((format(printf, 2, 3)))
+static void logm(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlogm(prio, fmt, ap);
+	va_end(ap);
+}
+
+/* daemon/neigh.c's log */
+void neigh_log(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlogm(prio, fmt, ap);
+	va_end(ap);
 }
 
 static int read_config(char **text, size_t *len, char *err, size_t elen)
@@ -618,6 +637,7 @@ static int apply(const char *why)
 		export_configure(&x, &c.exp, why);
 	if (!ret)
 		ddos_configure(&x, &c.ddos, why);
+	neigh_sync(&x);
 	xdpr_close(&x);
 	conf_free(&c);
 	if (ret) {
@@ -747,6 +767,7 @@ static int nl_cb(const struct nlmsghdr *nlh, void *data)
 	}
 		/* fall through */
 	case RTM_NEWNEIGH:
+		neigh_event(nlh);
 		d.events[EV_NEIGH]++;
 		pend.neigh = true;
 		arm();
@@ -1017,6 +1038,8 @@ static void gc(void)
 		d.gc_flows += fres.deleted;
 		xmit_follow(&x);
 		nft_follow(&x); /* iptables-legacy sends no notification */
+		neigh_sync(&x);
+		neigh_gc();
 	}
 	xdpr_close(&x);
 }
@@ -1217,7 +1240,7 @@ int main(int argc, char **argv)
 	};
 	struct MHD_Daemon *mhd = NULL;
 	struct mnl_socket *nl = NULL, *nfnl = NULL;
-	struct pollfd pfd[4];
+	struct pollfd pfd[5];
 	sigset_t sigs;
 	char err[4096];
 	int c, sfd, ready[2] = { -1, -1 }, ret = 1;
@@ -1313,6 +1336,8 @@ int main(int argc, char **argv)
 			nfnl = NULL;
 		}
 	}
+	if (neigh_open(err, sizeof(err)))
+		logm(LOG_WARNING, "%s: neighbours the fast path needs are not resolved for it", err);
 	err[0] = 0;
 	mhd = start_metrics(err, sizeof(err));
 	if (!mhd && err[0]) {
@@ -1356,7 +1381,9 @@ int main(int argc, char **argv)
 		/* the NAT event ring's epoll fd: readable when records wait (-1: ignored) */
 		pfd[2] = (struct pollfd){ .fd = natlog.rd ? xdpr_natlog_fd(natlog.rd) : -1, .events = POLLIN };
 		pfd[3] = (struct pollfd){ .fd = nfnl ? mnl_socket_get_fd(nfnl) : -1, .events = POLLIN };
-		n = poll(pfd, 4, until > now ? (int)(until - now) : 0);
+		/* the neighbour request ring's: readable when the fast path asked (-1: ignored) */
+		pfd[4] = (struct pollfd){ .fd = neigh_fd(), .events = POLLIN };
+		n = poll(pfd, 5, until > now ? (int)(until - now) : 0);
 		if (n < 0 && errno != EINTR) {
 			logm(LOG_ERR, "poll: %s", strerror(errno));
 			break;
@@ -1428,6 +1455,8 @@ int main(int argc, char **argv)
 			pend.nft = true;
 			arm();
 		}
+		if (n > 0 && (pfd[4].revents & POLLIN))
+			neigh_drain(); /* no lock: it changes only the kernel's neighbour table */
 		if (n > 0 && (pfd[2].revents & POLLIN)) {
 			pthread_mutex_lock(&d.mu);
 			natlog_drain();
@@ -1513,6 +1542,7 @@ out:
 		mnl_socket_close(nl);
 	if (nfnl)
 		mnl_socket_close(nfnl);
+	neigh_close();
 	if (ready[1] >= 0) {
 		char b = 1;
 

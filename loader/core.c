@@ -63,12 +63,13 @@ const char *const map_names[XM_MAX] = {
 	[XM_NATLOG] = XDPR_MAP_NATLOG,     [XM_CTA] = XDPR_MAP_CTA,
 	[XM_IF_GEN] = XDPR_MAP_IF_GEN,
 	[XM_NBR_REQ] = XDPR_MAP_NBR_REQ,   [XM_NBR_DEAD] = XDPR_MAP_NBR_DEAD,
+	[XM_BSS] = "xdpr.bss",
 };
 
 /* The library's own maps (bound to the program): a router may lack them. */
 static bool map_optional(int m)
 {
-	return m == XM_SINCE || m == XM_FLT_CTL || m == XM_SLOTS;
+	return m == XM_SINCE || m == XM_FLT_CTL || m == XM_SLOTS || m == XM_BSS;
 }
 
 void xdpr_crash_point(const char *op, const char *step)
@@ -987,10 +988,11 @@ int xdpr_stats_read(struct xdpr *x, __u32 slot, struct xdpr_slot *percpu)
 	return 0;
 }
 
+/* A shared map's index, by name; -1 for the rest (the program's own, its global data among them). */
 static int map_index(const char *name)
 {
 	for (int m = 0; m < XM_MAX; m++)
-		if (!strcmp(name, map_names[m]))
+		if (m != XM_BSS && !strcmp(name, map_names[m]))
 			return m;
 	return -1;
 }

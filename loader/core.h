@@ -16,6 +16,7 @@
  *     flow.c     the flow meter            nat.c (settings), core.c
  *     ddos.c     DDoS meters, bans         nat.c (settings), core.c
  *     natlog.c   the NAT event ring        nat.c (settings), core.c
+ *     nbr.c      neighbour requests, marks core.c
  *     nat.c      NAT, router settings      core.c
  *                (xdpr_cfg_get/set)
  *     rtindex.c  route lookup index        core.c

@@ -93,7 +93,7 @@ enum xdpr_map {
 	XM_METER, XM_METER_PC,
 	XM_DDOS_PROT, XM_DDOS_TO, XM_DDOS_FROM, XM_DDOS_BANS, XM_DDOS_STATS, XM_DDOS_BITS, XM_DDOS_SLOTS,
 	XM_NATLOG, XM_CTA, XM_IF_GEN, XM_NBR_REQ, XM_NBR_DEAD,
-	XM_SINCE, XM_FLT_CTL, XM_SLOTS,
+	XM_SINCE, XM_FLT_CTL, XM_SLOTS, XM_BSS,
 	XM_MAX
 };
 
@@ -843,5 +843,24 @@ int xdpr_natlog_set(struct xdpr *x, bool on);
 int xdpr_natlog_get(struct xdpr *x, bool *on);
 /* Records the fast path could not log (ring full), every rule, summed over CPUs. */
 int xdpr_natlog_lost(struct xdpr *x, __u64 *lost);
+
+/* ---- neighbours the fast path needs (bpf/neigh.h, loader/nbr.c), for xdprd ---- */
+struct xdpr_nbr;
+/* A request; non-zero stops the consume call. */
+typedef int (*xdpr_nbr_cb)(const struct xdpr_nbr_rec *r, void *arg);
+/* A reader of the router's request ring (one at a time), and its dead-next-hop marks.  NULL with errno, x->err. */
+struct xdpr_nbr *xdpr_nbr_open(struct xdpr *x, xdpr_nbr_cb cb, void *arg);
+int xdpr_nbr_fd(const struct xdpr_nbr *l);        /* readable when requests wait */
+int xdpr_nbr_consume(struct xdpr_nbr *l);         /* every request waiting, to cb; never blocks */
+bool xdpr_nbr_is(const struct xdpr_nbr *l, struct xdpr *x); /* the ring of x's router still? */
+void xdpr_nbr_close(struct xdpr_nbr *l);
+/* Mark next hop k dead until until_ns (CLOCK_MONOTONIC); unmark (1 if it was); is it marked at now_ns? */
+int xdpr_nbr_mark(struct xdpr_nbr *l, const struct xdpr_nbr_key *k, __u64 until_ns);
+int xdpr_nbr_unmark(struct xdpr_nbr *l, const struct xdpr_nbr_key *k);
+bool xdpr_nbr_marked(struct xdpr_nbr *l, const struct xdpr_nbr_key *k, __u64 now_ns);
+/* Delete the marks lapsed at now_ns: how many. */
+int xdpr_nbr_sweep(struct xdpr_nbr *l, __u64 now_ns);
+/* The program's request counts (enum xdpr_nbr_stat; since it was loaded).  0 or -errno. */
+int xdpr_nbr_counts(struct xdpr *x, __u64 out[XDPR_NB_MAX]);
 
 #endif /* LIBXDPR_H */

@@ -7,7 +7,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 B=${XDPR_BUILD:-${BUILD:-build}}/loader
 declare -A layer=([netdev]=0 [reasons]=0 [nfguard]=0 [vlandev]=0 [nat_ct]=0 [core]=1 [rtindex]=2 [nat]=2 [npt]=2 [route]=3 [nat_tab]=3
-	[filter]=3 [binat]=3 [flow]=3 [ddos]=3 [natlog]=3 [vlan]=4 [loader]=5)
+	[filter]=3 [binat]=3 [flow]=3 [ddos]=3 [natlog]=3 [nbr]=3 [vlan]=4 [loader]=5)
 declare -A owner
 i=0 rc=0
 command -v nm >/dev/null || { echo "1..0 # SKIP nm not installed"; exit 0; }
