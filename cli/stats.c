@@ -159,6 +159,15 @@ static void print_snapshot(const struct snap *s, int n, int ncpu)
 	}
 	out_arr_close();
 	if (nat_x) {
+		__u64 nb[XDPR_NB_MAX];
+
+		/* the program's requests to xdprd for neighbours it lacked (since it was loaded) */
+		if (!xdpr_nbr_counts(nat_x, nb) && (out_is_json() || nb[XDPR_NB_ASKED] || nb[XDPR_NB_LOST])) {
+			out_obj_open("neighbours");
+			out_u64("asked", "\nneighbours asked for (xdprd resolves them): %llu", nb[XDPR_NB_ASKED]);
+			out_u64("lost", ", not asked (ring full) %llu\n", nb[XDPR_NB_LOST]);
+			out_obj_close();
+		}
 		out_text("\n");
 		print_nat_rules(nat_x, true);
 	}

@@ -19,6 +19,7 @@
  * An entry that is usable (a static one among them) is never touched.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,4 +322,29 @@ void neigh_gc(void)
 			  nb.deleted - said_deleted, nb.marked - said_marked);
 	said_asked = nb.asked, said_made = nb.made, said_remade = nb.remade;
 	said_deleted = nb.deleted, said_marked = nb.marked;
+}
+
+void neigh_metrics(FILE *f)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} m[] = {
+		{ "xdprd_neighbour_requests_total", "Neighbours the fast path asked for (a reply or a new "
+		  "session for an inside host the kernel had no entry for).", offsetof(typeof(nb), asked) },
+		{ "xdprd_neighbours_managed_total", "Managed neighbour entries made for the fast path's "
+		  "requests.", offsetof(typeof(nb), made) },
+		{ "xdprd_neighbours_remade_total", "Managed entries of xdprd's made again after someone "
+		  "deleted them (a flush).", offsetof(typeof(nb), remade) },
+		{ "xdprd_neighbours_deleted_total", "Managed entries of xdprd's deleted: unresolved at "
+		  "two sweeps running.", offsetof(typeof(nb), deleted) },
+		{ "xdprd_next_hops_marked_total", "Next hops marked as failing to resolve (packets through "
+		  "them answered with host unreachable).", offsetof(typeof(nb), marked) },
+		{ "xdprd_neighbour_errors_total", "Neighbour requests to the kernel that failed.",
+		  offsetof(typeof(nb), errors) },
+	};
+
+	for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++)
+		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", m[k].name, m[k].help, m[k].name,
+			m[k].name, *(unsigned long long *)((char *)&nb + m[k].off));
 }

@@ -7,6 +7,7 @@
 #ifndef XDPRD_NEIGH_H
 #define XDPRD_NEIGH_H
 
+#include <stdio.h>
 #include <linux/netlink.h>
 #include "libxdpr.h"
 
@@ -17,5 +18,6 @@ int neigh_fd(void);                         /* readable when requests wait; -1: 
 void neigh_drain(void);                     /* answer them */
 void neigh_event(const struct nlmsghdr *nlh); /* RTM_NEWNEIGH, RTM_DELNEIGH */
 void neigh_gc(void);                        /* the sweep's tick */
+void neigh_metrics(FILE *f);                /* its counters, Prometheus text */
 
 #endif /* XDPRD_NEIGH_H */

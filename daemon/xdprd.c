@@ -1076,6 +1076,7 @@ static void export_metrics(FILE *f)
 	fprintf(f, "# HELP xdprd_nat_events_lost_total NAT event records the fast path could not log (its ring "
 		"was full; xdpr_nat_rule_events_total{event=\"log_lost\"} by rule).\n"
 		"# TYPE xdprd_nat_events_lost_total counter\nxdprd_nat_events_lost_total %llu\n", natlog.lost);
+	neigh_metrics(f);
 	for (size_t k = 0; k < sizeof(per) / sizeof(per[0]); k++) {
 		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", per[k].name, per[k].help, per[k].name);
 		for (int i = 0; ex && i < ex->ncoll; i++)
@@ -1455,8 +1456,11 @@ int main(int argc, char **argv)
 			pend.nft = true;
 			arm();
 		}
-		if (n > 0 && (pfd[4].revents & POLLIN))
-			neigh_drain(); /* no lock: it changes only the kernel's neighbour table */
+		if (n > 0 && (pfd[4].revents & POLLIN)) {
+			pthread_mutex_lock(&d.mu); /* its counters are served */
+			neigh_drain();
+			pthread_mutex_unlock(&d.mu);
+		}
 		if (n > 0 && (pfd[2].revents & POLLIN)) {
 			pthread_mutex_lock(&d.mu);
 			natlog_drain();

@@ -63,7 +63,7 @@ const char *const map_names[XM_MAX] = {
 	[XM_NATLOG] = XDPR_MAP_NATLOG,     [XM_CTA] = XDPR_MAP_CTA,
 	[XM_IF_GEN] = XDPR_MAP_IF_GEN,
 	[XM_NBR_REQ] = XDPR_MAP_NBR_REQ,   [XM_NBR_DEAD] = XDPR_MAP_NBR_DEAD,
-	[XM_BSS] = "xdpr.bss",
+	[XM_BSS] = "xdpr_bpf.bss", /* the program's global data (the skeleton names it) */
 };
 
 /* The library's own maps (bound to the program): a router may lack them. */

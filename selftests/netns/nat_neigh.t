@@ -11,6 +11,8 @@
 #       during an upload from C1: every byte is acknowledged, none waits 1 s;
 #   (b) a second address of C1 that never talked to the router (10.0.1.3):
 #       a UDP query from it, asked again every 0.2 s, gets its reply in < 1 s;
+#   (d) when an inside host is gone, xdprd's entry for it, unresolved at two
+#       sweeps, is deleted (and not made again by the delete's notification);
 #   (c) meanwhile nothing on h0 (the outside) carries an inside address, and
 #       the router's kernel sends no destination unreachable.
 . "$(dirname "$0")/nat_lib.sh"
@@ -144,6 +146,23 @@ EOF
 read -r ans ms < <(T_TIMEOUT=10 in_ns "$C1" "$NAT_PY" "$T_TMP/ask.py")
 like "$ans" '^10\.0\.2\.1:' "(b) 10.0.1.3's UDP query got its reply (translated: $ans)"
 num "${ms:-99999}" -lt 1000 "(b) within ${ms:-?} ms (< 1 s)"
+
+# ---- (d) a host gone: xdprd's entry for it, unresolved, is deleted and stays so
+ip -n "$C1" addr add 10.0.1.4/24 dev c1
+sed -i 's/"10.0.1.3"/sys.argv[1]/' "$T_TMP/ask.py"
+read -r ans _ < <(T_TIMEOUT=10 in_ns "$C1" "$NAT_PY" "$T_TMP/ask.py" 10.0.1.4)
+like "$ans" '^10\.0\.2\.1:' "(d) 10.0.1.4's query got its reply"
+like "$(ip -n "$R" neigh show 10.0.1.4 dev r0)" "managed.*proto 169" "(d) its entry is xdprd's"
+ip -n "$C1" addr del 10.0.1.4/24 dev c1
+ip -n "$R" neigh del 10.0.1.4 dev r0
+for ((i = 0; i < 60; i++)); do
+	[ -z "$(ip -n "$R" neigh show 10.0.1.4 dev r0)" ] && grep -q "1 deleted (unresolved)" "$T_TMP/xdprd.log" && break
+	sleep 0.1
+done
+is "$(ip -n "$R" neigh show 10.0.1.4 dev r0)" "" "(d) 10.0.1.4 gone: its entry (made again after the delete) is deleted when unresolved at two sweeps"
+sleep 2
+is "$(ip -n "$R" neigh show 10.0.1.4 dev r0)" "" "(d) ... and not made again"
+num "$(xdpr -j stats | jq '.neighbours.asked')" -ge 3 "(d) xdpr stats: neighbours asked for $(xdpr -j stats | jq -c '.neighbours')"
 
 # ---- (c) the outside never saw an inside address
 sleep 0.5
