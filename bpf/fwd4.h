@@ -215,7 +215,7 @@ static __always_inline int ip4_reversed_fail(struct xdp_md *ctx, struct bpf_fib_
 		return icmp4_send(ctx, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu, XDPR_TX_ICMP_FRAG);
 	}
 	if (fibrc == BPF_FIB_LKUP_RET_NO_NEIGH) {
-		nbr4_ask(fib->ifindex, fib->ipv4_dst); /* xdprd has the kernel resolve it */
+		nbr4_ask(fib->ifindex, fib->ipv4_dst, XDPR_NBR_REPLY); /* xdprd has the kernel resolve it */
 		return XDPR_DROP_NAT_IN_NO_NEIGH;
 	}
 	return XDPR_DROP_NAT_IN_NO_ROUTE;

@@ -63,10 +63,11 @@ static __always_inline void nbr_count(__u32 what)
 }
 
 /*
- * Ask for IPv4 neighbour addr on ifindex (the FIB's egress and next hop).
+ * Ask for IPv4 neighbour addr on ifindex (the FIB's egress and next hop),
+ * why: enum xdpr_nbr_why.
  * 1 asked, 0 not (asked lately, ring full: counted).  Global: verified once.
  */
-__noinline int nbr4_ask(__u32 ifindex, __be32 addr)
+__noinline int nbr4_ask(__u32 ifindex, __be32 addr, __u32 why)
 {
 	__u32 slot = (bpf_ntohl(addr) ^ ifindex * 0x9e3779b1u) % NBR_RL_SLOTS;
 	__u64 now = bpf_ktime_get_coarse_ns();
@@ -90,6 +91,7 @@ __noinline int nbr4_ask(__u32 ifindex, __be32 addr)
 	r->k.family = AF_INET;
 	__builtin_memcpy(r->k.addr, &addr, 4);
 	r->ts_ns = now;
+	r->why = why;
 	bpf_ringbuf_submit(r, 0);
 	nbr_count(XDPR_NB_ASKED);
 	return 1;
@@ -112,7 +114,7 @@ __noinline int nbr4_prime(struct xdp_md *ctx, __be32 saddr, __u32 ifindex)
 	fib.tot_len = sizeof(struct iphdr);
 	if (bpf_fib_lookup(ctx, &fib, sizeof(fib), 0) != BPF_FIB_LKUP_RET_NO_NEIGH)
 		return 0;
-	return nbr4_ask(fib.ifindex, fib.ipv4_dst);
+	return nbr4_ask(fib.ifindex, fib.ipv4_dst, XDPR_NBR_NEW);
 }
 
 /* Is IPv4 next hop addr on ifindex marked as failing to resolve (and the mark not lapsed)? */

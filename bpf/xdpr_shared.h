@@ -1392,7 +1392,7 @@ _Static_assert(sizeof(struct xdpr_natlog_rec) == 40, "xdpr_natlog_rec layout");
  */
 #define XDPR_MAP_NBR_REQ   "xdpr_nbr_req"
 #define XDPR_MAP_NBR_DEAD  "xdpr_nbr_dead"
-#define XDPR_NBR_REQ_BYTES (16 * 4096)    /* the ring: 2,048 requests */
+#define XDPR_NBR_REQ_BYTES (16 * 4096)    /* the ring: 1,365 requests (40 bytes + an 8-byte header) */
 #define XDPR_NBR_DEAD_MAX  1024
 #define XDPR_NBR_ASK_NS    200000000ULL   /* 0.2 s */
 #define XDPR_NBR_DEAD_NS   10000000000ULL /* 10 s */
@@ -1405,9 +1405,16 @@ struct xdpr_nbr_key {
 	__u8 addr[16];      /* IPv4 in the first 4 bytes, the rest 0 */
 };
 
+enum xdpr_nbr_why {
+	XDPR_NBR_REPLY = 1, /* a reply to it was dropped (drop_nat_in_no_neigh) */
+	XDPR_NBR_NEW,       /* a new session's inside host, before its first reply */
+};
+
 struct xdpr_nbr_rec {
 	struct xdpr_nbr_key k;
 	__u64 ts_ns;        /* bpf_ktime_get_coarse_ns */
+	__u32 why;          /* enum xdpr_nbr_why */
+	__u32 pad;
 };
 
 enum xdpr_nbr_stat {        /* xdpr_nbr_ctr[], the program's global data */
@@ -1424,6 +1431,6 @@ struct xdpr_nbr_rl {
 };
 
 _Static_assert(sizeof(struct xdpr_nbr_key) == 24, "xdpr_nbr_key layout");
-_Static_assert(sizeof(struct xdpr_nbr_rec) == 32, "xdpr_nbr_rec layout");
+_Static_assert(sizeof(struct xdpr_nbr_rec) == 40, "xdpr_nbr_rec layout");
 
 #endif /* XDPR_SHARED_H */

@@ -35,6 +35,7 @@
 #define NUD_USABLE (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
 #define OWN_GONE 64     /* entries xdprd deleted itself lately: their notifications are no flush */
 #define SUSPECTS 1024   /* own entries found unresolved at the last sweep */
+#define UNRESOLVED_MAX 256 /* ... and made since: above, new sessions' hosts are not asked for */
 
 void neigh_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -42,7 +43,8 @@ static struct {
 	struct mnl_socket *nl;
 	unsigned int seq;
 	struct xdpr_nbr *rd;
-	unsigned long long asked, made, remade, deleted, marked, errors;
+	unsigned long long asked, made, remade, deleted, marked, errors, skipped;
+	unsigned int fresh;     /* entries made since the last sweep */
 	int last_err;
 	struct xdpr_nbr_key gone[OWN_GONE];
 	unsigned int ngone;
@@ -187,11 +189,21 @@ static int on_request(const struct xdpr_nbr_rec *r, void *arg)
 
 	(void)arg;
 	nb.asked++;
+	/*
+	 * New sessions from sources nobody answers for (spoofed inside
+	 * addresses) must not fill the kernel's neighbour table: once many
+	 * entries of ours were unresolved at the last sweep or made since,
+	 * only dropped replies are answered until the next sweep.
+	 */
+	if (r->why == XDPR_NBR_NEW && nb.nsus + nb.fresh >= UNRESOLVED_MAX) {
+		nb.skipped++;
+		return 0;
+	}
 	ret = manage(&r->k);
 	if (ret < 0)
 		note_err(ret, &r->k, "have it resolved");
-	else
-		nb.made += ret;
+	nb.made += ret > 0;
+	nb.fresh += ret > 0;
 	return 0;
 }
 
@@ -314,6 +326,7 @@ void neigh_gc(void)
 	}
 	memcpy(nb.sus, nb.sus_next, nb.nsus_next * sizeof(nb.sus[0]));
 	nb.nsus = nb.nsus_next;
+	nb.fresh = 0;
 	n = nb.asked != said_asked || nb.deleted != said_deleted || nb.marked != said_marked;
 	if (n)
 		neigh_log(LOG_INFO, "neighbours: %llu asked for by the fast path, %llu resolved on demand, "
@@ -342,6 +355,8 @@ void neigh_metrics(FILE *f)
 		  "them answered with host unreachable).", offsetof(typeof(nb), marked) },
 		{ "xdprd_neighbour_errors_total", "Neighbour requests to the kernel that failed.",
 		  offsetof(typeof(nb), errors) },
+		{ "xdprd_neighbour_requests_skipped_total", "Requests for new sessions' inside hosts not "
+		  "acted on: too many entries of xdprd's were unresolved.", offsetof(typeof(nb), skipped) },
 	};
 
 	for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++)
