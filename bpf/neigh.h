@@ -33,6 +33,9 @@
 
 #define ICMP_HOST_UNREACH_CODE 1 /* code of ICMP_DEST_UNREACH */
 #define NBR_RL_SLOTS           64
+#define NBR_SEEN_BITS          8
+#define NBR_SEEN_SLOTS         (1 << NBR_SEEN_BITS)
+#define NBR_SEEN_NS            1000000000ULL
 
 /* Requests to xdprd; the loader sets its size (XDPR_NBR_REQ_BYTES) when it creates the shared maps. */
 struct {
@@ -54,6 +57,7 @@ struct {
  * paths are exceptional (a race costs one more request at most).
  */
 struct xdpr_nbr_rl xdpr_nbr_rl[NBR_RL_SLOTS];
+struct xdpr_nbr_rl xdpr_nbr_seen[NBR_SEEN_SLOTS]; /* new sessions' hosts looked at lately */
 __u64 xdpr_nbr_ctr[XDPR_NB_MAX];
 
 static __always_inline void nbr_count(__u32 what)
@@ -100,14 +104,24 @@ __noinline int nbr4_ask(__u32 ifindex, __be32 addr, __u32 why)
 /*
  * A new session from inside host saddr, which arrived on ifindex: does the
  * kernel know its MAC?  Asked for when not, so that the first reply finds
- * it.  Global: its own frame for the lookup.
+ * it.  A host is looked at once a second at most (a FIB lookup costs about
+ * as much as a tenth of the session's making).  Global: its own frame.
  */
 __noinline int nbr4_prime(struct xdp_md *ctx, __be32 saddr, __u32 ifindex)
 {
+	__u32 slot = (bpf_ntohl(saddr) * 0x9e3779b1u) >> (32 - NBR_SEEN_BITS);
+	struct xdpr_nbr_rl *seen = &xdpr_nbr_seen[slot & (NBR_SEEN_SLOTS - 1)];
+	__u64 now = bpf_ktime_get_coarse_ns();
 	struct bpf_fib_lookup fib = {};
 
 	if (!ctx)
 		return 0;
+	/* a host's sessions look once a second, not once each */
+	if (seen->addr == saddr && seen->ifindex == ifindex && now - seen->at < NBR_SEEN_NS)
+		return 0;
+	seen->addr = saddr;
+	seen->ifindex = ifindex;
+	seen->at = now;
 	fib.family = AF_INET;
 	fib.ipv4_dst = saddr;
 	fib.ifindex = ifindex;
