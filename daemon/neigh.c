@@ -25,6 +25,8 @@
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <arpa/inet.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
@@ -33,7 +35,7 @@
 
 
 #define NUD_USABLE (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
-#define OWN_GONE 64     /* entries xdprd deleted itself lately: their notifications are no flush */
+#define OWN_GONE 1024   /* entries xdprd deleted itself lately: their notifications are no flush */
 #define SUSPECTS 1024   /* own entries found unresolved at the last sweep */
 #define UNRESOLVED_MAX 256 /* ... and made since: above, new sessions' hosts are not asked for */
 
@@ -91,12 +93,17 @@ static int talk(struct nlmsghdr *nh, mnl_cb_t cb, void *arg)
 	nh->nlmsg_seq = ++nb.seq;
 	if (mnl_socket_sendto(nb.nl, nh, nh->nlmsg_len) < 0)
 		return -errno;
-	do {
+	for (int stale = 0;;) {
 		n = mnl_socket_recvfrom(nb.nl, buf, sizeof(buf));
 		if (n < 0)
 			return -errno;
 		ret = mnl_cb_run(buf, n, nh->nlmsg_seq, portid, cb, arg);
-	} while (ret > 0 && (nh->nlmsg_flags & NLM_F_DUMP));
+		/* the rest of an answer an error cut short: not ours, read on */
+		if (ret < 0 && errno == EPROTO && ++stale < 64)
+			continue;
+		if (ret <= 0 || !(nh->nlmsg_flags & NLM_F_DUMP))
+			break;
+	}
 	return ret < 0 ? -errno : 0;
 }
 
@@ -217,6 +224,10 @@ int neigh_open(char *err, size_t elen)
 		nb.nl = NULL;
 		return -1;
 	}
+	/* an answer never waited for longer than a second (the main loop waits) */
+	struct timeval tv = { .tv_sec = 1 };
+
+	setsockopt(mnl_socket_get_fd(nb.nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return 0;
 }
 
