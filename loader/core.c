@@ -278,13 +278,143 @@ struct xdp_program *xdpr_find_ours(struct xdp_multiprog *mp)
 	return NULL;
 }
 
+/* The BPF program id an open descriptor refers to (0: not a program, or closed). */
+static __u32 fd_prog_id(int fd)
+{
+	char path[64], line[128];
+	__u32 id = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "prog_id: %u", &id) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return id;
+}
+
+#define MAX_SEEN_FDS 1024
+
+/* The descriptors of this process that refer to BPF programs, by number (bitmap). */
+static void prog_fds(unsigned char *set)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	memset(set, 0, MAX_SEEN_FDS / 8);
+	while (d && (e = readdir(d))) {
+		int fd = atoi(e->d_name);
+		char path[64], target[64];
+		ssize_t n;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd >= MAX_SEEN_FDS || fd == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n > 0 && (target[n] = 0, !strcmp(target, "anon_inode:bpf-prog")))
+			set[fd / 8] |= 1 << (fd % 8);
+	}
+	if (d)
+		closedir(d);
+}
+
+static bool mp_holds(struct xdp_multiprog *mp, int fd)
+{
+	struct xdp_program *p;
+
+	if (xdp_program__fd(xdp_multiprog__main_prog(mp)) == fd ||
+	    xdp_program__fd(xdp_multiprog__hw_prog(mp)) == fd)
+		return true;
+	for (p = xdp_multiprog__next_prog(NULL, mp); p; p = xdp_multiprog__next_prog(p, mp))
+		if (xdp_program__fd(p) == fd)
+			return true;
+	return false;
+}
+
+/*
+ * libxdp before 1.4.1 (Debian 12 ships 1.3.1) keeps a duplicate of the
+ * program descriptor it opened by id and never closes the original: one
+ * descriptor, and a hold on the program, lost per call.  The descriptors
+ * that appeared during the call, refer to a program of the interface and
+ * are not the ones the multiprog holds are those: closed here.  Nothing is
+ * closed with a libxdp that does not leak.  libxdpr is single-threaded per
+ * process (xdprd serialises every call): no other thread opens one meanwhile.
+ */
 struct xdp_multiprog *xdpr_get_multiprog(int ifindex)
 {
-	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	unsigned char before[MAX_SEEN_FDS / 8], after[MAX_SEEN_FDS / 8];
+	struct xdp_multiprog *mp;
 
-	if (libxdp_get_error(mp))
+	if (bpf_xdp_query(ifindex, 0, &q))
 		return NULL;
+	if (!q.prog_id && !q.drv_prog_id && !q.skb_prog_id && !q.hw_prog_id) {
+		errno = ENOENT;
+		return NULL; /* nothing attached: libxdp is not asked (nor opens anything) */
+	}
+	prog_fds(before);
+	mp = xdp_multiprog__get_from_ifindex(ifindex);
+	if (libxdp_get_error(mp))
+		mp = NULL;
+	prog_fds(after);
+	for (int fd = 0; fd < MAX_SEEN_FDS; fd++) {
+		__u32 id;
+
+		if (!(after[fd / 8] & ~before[fd / 8] & 1 << (fd % 8)) || (mp && mp_holds(mp, fd)))
+			continue;
+		id = fd_prog_id(fd);
+		if (id && (id == q.prog_id || id == q.drv_prog_id || id == q.skb_prog_id ||
+			   id == q.hw_prog_id))
+			close(fd);
+	}
 	return mp;
+}
+
+/*
+ * xdpr's program on an interface: a descriptor of it (the caller closes it)
+ * with l's mode, prog_id and dispatcher set, or -1.  A plain attach is
+ * recognised from the kernel's answer alone; libxdp is asked only about its
+ * dispatcher, whose components it knows.
+ */
+static int find_ours(int ifindex, struct xdpr_link *l)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), id;
+	struct xdp_multiprog *mp;
+	struct xdp_program *p;
+	int fd;
+
+	if (bpf_xdp_query(ifindex, 0, &q))
+		return -1;
+	id = q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id;
+	if (!id || (fd = bpf_prog_get_fd_by_id(id)) < 0)
+		return -1;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		close(fd);
+		return -1;
+	}
+	if (!strcmp(info.name, XDPR_PROG_NAME)) {
+		l->mode = id == q.drv_prog_id ? XDPR_MODE_NATIVE : XDPR_MODE_SKB;
+		l->prog_id = id;
+		l->dispatcher = false;
+		return fd;
+	}
+	close(fd);
+	if (strcmp(info.name, "xdp_dispatcher"))
+		return -1; /* another program */
+	mp = xdpr_get_multiprog(ifindex);
+	p = mp ? xdpr_find_ours(mp) : NULL;
+	fd = p ? fcntl(xdp_program__fd(p), F_DUPFD_CLOEXEC, 3) : -1;
+	if (fd >= 0) {
+		l->mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB ? XDPR_MODE_SKB : XDPR_MODE_NATIVE;
+		l->prog_id = xdp_program__id(p);
+		l->dispatcher = !xdp_multiprog__is_legacy(mp);
+	}
+	xdp_multiprog__close(mp);
+	return fd;
 }
 
 int xdpr_netns_ino(unsigned long *ino)
@@ -574,33 +704,26 @@ int xdpr_open(struct xdpr *x, unsigned int flags)
 		return err;
 	}
 	for (it = ifs; it->if_index && x->nlinks < XDPR_MAX_IFACES; it++) {
-		struct xdp_multiprog *mp = xdpr_get_multiprog(it->if_index);
-		struct xdp_program *p;
-		struct xdpr_link *l;
+		struct xdpr_link *l = &x->links[x->nlinks];
+		int fd;
 
-		if (!mp)
+		memset(l, 0, sizeof(*l));
+		fd = find_ours(it->if_index, l);
+		if (fd < 0)
 			continue;
-		p = xdpr_find_ours(mp);
-		if (p) {
-			l = &x->links[x->nlinks++];
-			snprintf(l->name, sizeof(l->name), "%s", it->if_name);
-			l->ifindex = it->if_index;
-			l->mode = xdp_multiprog__attach_mode(mp) == XDP_MODE_SKB ? XDPR_MODE_SKB
-										 : XDPR_MODE_NATIVE;
-			l->prog_id = xdp_program__id(p);
-			prog_ident(xdp_program__fd(p), l);
-			l->since = prog_since(xdp_program__fd(p));
-			l->dispatcher = !xdp_multiprog__is_legacy(mp);
-			err = adopt_maps(x, xdp_program__fd(p));
-			if (err) {
-				xdp_multiprog__close(mp);
-				if_freenameindex(ifs);
-				seterr(x, "cannot read the maps of program %u on \"%s\": %s",
-				       l->prog_id, l->name, strerror(-err));
-				return err;
-			}
+		x->nlinks++;
+		snprintf(l->name, sizeof(l->name), "%s", it->if_name);
+		l->ifindex = it->if_index;
+		prog_ident(fd, l);
+		l->since = prog_since(fd);
+		err = adopt_maps(x, fd);
+		close(fd);
+		if (err) {
+			if_freenameindex(ifs);
+			seterr(x, "cannot read the maps of program %u on \"%s\": %s",
+			       l->prog_id, l->name, strerror(-err));
+			return err;
 		}
-		xdp_multiprog__close(mp);
 	}
 	if_freenameindex(ifs);
 

@@ -342,10 +342,17 @@ static int shared_get(struct xdpr *x, struct shared *sh)
 		return 0;
 	for (int i = 0; i < x->nlinks; i++) {
 		struct xdp_program *p;
+		int fd;
 
-		if (x->links[i].dispatcher)
+		if (x->links[i].dispatcher || (fd = bpf_prog_get_fd_by_id(x->links[i].prog_id)) < 0)
 			continue;
-		p = xdp_program__from_id(x->links[i].prog_id);
+		/*
+		 * Not xdp_program__from_id: before libxdp 1.4.1 it keeps the
+		 * descriptor it opened as well as its duplicate (one leaked per
+		 * call).  xdp_program__from_fd duplicates (libxdp >= 1.3.0).
+		 */
+		p = xdp_program__from_fd(fd);
+		close(fd);
 		if (!libxdp_get_error(p)) {
 			sh->prog = p;
 			return 0;
