@@ -1,6 +1,6 @@
 # xdpr - XDP fast-path router.  `make V=1` shows the commands.
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test test-unit test-bpf test-netns test-vm vmtest bench clean fuzz
+.PHONY: all deps demo test test-unit test-bpf test-netns test-vm vmtest soak bench clean fuzz
 
 BUILD   := build
 CC      ?= gcc
@@ -155,6 +155,12 @@ test-netns: all
 
 test-vm vmtest: all
 	$(Q)$(PROVE) selftests/vm/*.t
+
+# `make soak [SOAK_S=seconds]`: xdprd with every periodic path busy for ten
+# minutes (default); its descriptors and memory must stay flat.
+SOAK_S ?= 600
+soak: all
+	$(Q)XDPR_SOAK_S=$(SOAK_S) $(PROVE) -v selftests/netns/xdprd_resources.t
 
 # Benchmarks are not tests: they print tables and never fail on a timing.
 bench: deps

@@ -295,7 +295,7 @@ static __u32 fd_prog_id(int fd)
 	return id;
 }
 
-#define MAX_SEEN_FDS 1024
+#define MAX_SEEN_FDS 65536 /* descriptors above are never looked at (8 KiB a set) */
 
 /* The descriptors of this process that refer to BPF programs, by number (bitmap). */
 static void prog_fds(unsigned char *set)
