@@ -32,6 +32,7 @@
  * works beside it.  Stopping it leaves the fast path running (on-stop keep,
  * the default) or detaches every interface (on-stop detach).
  */
+#define _GNU_SOURCE /* accept4, struct ucred */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -48,6 +49,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
@@ -1215,6 +1218,102 @@ static struct MHD_Daemon *start_metrics(char *err, size_t len)
 	return m;
 }
 
+/* ---- start: privileges, one daemon per router ---- */
+
+/*
+ * The capabilities xdprd cannot work without, missing from its effective
+ * set: "" when it has them.  CAP_SYS_ADMIN finds the router's programs and
+ * maps (and implies CAP_BPF, CAP_PERFMON); CAP_NET_ADMIN attaches, follows
+ * netlink and reads netfilter.
+ */
+static void caps_missing(char *out, size_t len)
+{
+	static const struct {
+		int bit;
+		const char *name;
+	} need[] = { { 21, "CAP_SYS_ADMIN" }, { 12, "CAP_NET_ADMIN" } };
+	FILE *f = fopen("/proc/self/status", "re");
+	unsigned long long eff = ~0ULL; /* no /proc: the kernel decides */
+	char line[256];
+	size_t n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	if (f)
+		fclose(f);
+	out[0] = 0;
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!(eff >> need[i].bit & 1))
+			n += snprintf(out + n, n < len ? len - n : 0, "%s%s", n ? " and " : "", need[i].name);
+}
+
+/*
+ * One xdprd per router: an abstract UNIX socket bound by name.  Abstract
+ * names belong to the network namespace, whatever the mount namespace (each
+ * `ip netns exec` has its own /run and bpffs, not its own network), and the
+ * kernel frees the name when the process ends, killed or not.  bind() here
+ * takes the name; hold_listen() in the process that stays makes it answer
+ * with that process's pid.  The fd, or -1 with err.
+ */
+#define DAEMON_LOCK "xdpr/xdprd"
+
+static socklen_t lock_addr(struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	memcpy(a->sun_path + 1, DAEMON_LOCK, strlen(DAEMON_LOCK));
+	return offsetof(struct sockaddr_un, sun_path) + 1 + strlen(DAEMON_LOCK);
+}
+
+static int one_per_router(char *err, size_t len)
+{
+	struct sockaddr_un a;
+	socklen_t alen = lock_addr(&a);
+	struct ucred cr = { .pid = 0 };
+	socklen_t crlen = sizeof(cr);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return snprintf(err, len, "cannot make the daemon's lock socket: %s", strerror(errno)), -1;
+	if (!bind(fd, (struct sockaddr *)&a, alen))
+		return fd;
+	if (errno != EADDRINUSE) {
+		snprintf(err, len, "cannot bind the daemon's lock socket: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	/* who holds it: the pid of the process listening, when it answers */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && (connect(fd, (struct sockaddr *)&a, alen) ||
+			getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen)))
+		cr.pid = 0;
+	if (fd >= 0)
+		close(fd);
+	if (cr.pid > 0)
+		snprintf(err, len, "another xdprd (pid %d) runs on this router: one daemon per network "
+			 "namespace", (int)cr.pid);
+	else
+		snprintf(err, len, "another xdprd runs on this router: one daemon per network namespace");
+	return -1;
+}
+
+/* The lock answers from here on (with this process's pid); its callers are let go at once. */
+static void hold_listen(int fd)
+{
+	if (listen(fd, 16))
+		logm(LOG_WARNING, "the daemon's lock socket does not answer: %s", strerror(errno));
+}
+
+static void lock_accept(int fd)
+{
+	int c;
+
+	while ((c = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		close(c);
+}
+
 /* ---- main ---- */
 
 static void usage(FILE *f)
@@ -1241,10 +1340,10 @@ int main(int argc, char **argv)
 	};
 	struct MHD_Daemon *mhd = NULL;
 	struct mnl_socket *nl = NULL, *nfnl = NULL;
-	struct pollfd pfd[5];
+	struct pollfd pfd[6];
 	sigset_t sigs;
 	char err[4096];
-	int c, sfd, ready[2] = { -1, -1 }, ret = 1;
+	int c, sfd, lock, ready[2] = { -1, -1 }, ret = 1;
 	unsigned long v;
 	long long next_gc, next_export;
 	bool stop = false;
@@ -1275,6 +1374,16 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	d.journal = getenv("JOURNAL_STREAM") != NULL;
+	caps_missing(err, sizeof(err));
+	if (err[0]) {
+		fprintf(stderr, "Error: xdprd lacks %s: run it as root\n", err);
+		return EXIT_FAIL;
+	}
+	lock = one_per_router(err, sizeof(err));
+	if (lock < 0) {
+		fprintf(stderr, "Error: %s\n", err);
+		return EXIT_FAIL;
+	}
 	/* the file must read and parse before anything starts */
 	if (read_config(&d.text, &d.text_len, err, sizeof(err))) {
 		fprintf(stderr, "Error: %s\n", err);
@@ -1305,6 +1414,7 @@ int main(int argc, char **argv)
 		close(ready[0]);
 		setsid();
 	}
+	hold_listen(lock);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGTERM);
@@ -1371,6 +1481,7 @@ int main(int argc, char **argv)
 	next_export = now_ms() + EXPORT_MS;
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = mnl_socket_get_fd(nl), .events = POLLIN };
+	pfd[5] = (struct pollfd){ .fd = lock, .events = POLLIN };
 	while (!stop) {
 		long long now = now_ms(), until = next_gc;
 		int n;
@@ -1384,7 +1495,7 @@ int main(int argc, char **argv)
 		pfd[3] = (struct pollfd){ .fd = nfnl ? mnl_socket_get_fd(nfnl) : -1, .events = POLLIN };
 		/* the neighbour request ring's: readable when the fast path asked (-1: ignored) */
 		pfd[4] = (struct pollfd){ .fd = neigh_fd(), .events = POLLIN };
-		n = poll(pfd, 5, until > now ? (int)(until - now) : 0);
+		n = poll(pfd, 6, until > now ? (int)(until - now) : 0);
 		if (n < 0 && errno != EINTR) {
 			logm(LOG_ERR, "poll: %s", strerror(errno));
 			break;
@@ -1461,6 +1572,8 @@ int main(int argc, char **argv)
 			neigh_drain();
 			pthread_mutex_unlock(&d.mu);
 		}
+		if (n > 0 && (pfd[5].revents & POLLIN))
+			lock_accept(lock); /* a second xdprd asked who runs */
 		if (n > 0 && (pfd[2].revents & POLLIN)) {
 			pthread_mutex_lock(&d.mu);
 			natlog_drain();

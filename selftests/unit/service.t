@@ -67,8 +67,8 @@ complete_line() {
 		printf "%s\n" "${COMPREPLY[@]}"' _ "$1"
 }
 
-# completion, cases, unit, man pages, example, metrics, install, restore
-echo "1..$((2 + ${#comp_cases[@]} + 8 + 3 + 6 + 1 + 5 + 1))"
+# completion, cases, unit, man pages, example, metrics, install, privileges, restore
+echo "1..$((2 + ${#comp_cases[@]} + 8 + 3 + 6 + 1 + 5 + 3 + 1))"
 
 # ---- bash completion ----
 out=$(bash -n cli/xdpr.bash-completion 2>&1)
@@ -227,6 +227,46 @@ out=$(make -s --no-print-directory uninstall DESTDIR="$D" PREFIX=/usr 2>&1)
 got=$(cd "$D" && find . ! -type d)
 [ -z "$got" ] && [ ! -e "$D/etc/xdpr" ]
 tap $? "install then uninstall leaves no file (and no /etc/xdpr)" "$out left: $(echo $got)"
+
+# ---- xdprd without its privileges: exit 1, one Error: line naming them ----
+# (root drops them with setpriv and capsh; anyone else has none to drop)
+chmod 0711 "$T"
+: > "$T/plain.conf"
+chmod 0644 "$T/plain.conf"
+# unpriv CMD...: xdprd run through CMD (a privilege dropper, or nothing)
+unpriv() {
+	out=$(timeout 10 "$@" "$(cd "$B" && pwd)/xdprd" --foreground --config "$T/plain.conf" --metrics none 2>&1 >/dev/null)
+}
+if [ ! -x "$B/xdprd" ]; then
+	for c in "as nobody" "without CAP_SYS_ADMIN" "without CAP_NET_ADMIN"; do
+		skip "xdprd $c exits 1" "no $B/xdprd: make first"
+	done
+elif [ "$(id -u)" != 0 ]; then
+	unpriv env
+	r=$?
+	[ $r = 1 ] && [ "$out" = "Error: xdprd lacks CAP_SYS_ADMIN and CAP_NET_ADMIN: run it as root" ]
+	tap $? "xdprd as a user: exit 1, one line naming CAP_SYS_ADMIN and CAP_NET_ADMIN" "exit $r: $out"
+	for c in "without CAP_SYS_ADMIN" "without CAP_NET_ADMIN"; do
+		skip "xdprd as root $c exits 1" "needs root"
+	done
+elif ! command -v setpriv > /dev/null || ! command -v capsh > /dev/null; then
+	for c in "as nobody" "without CAP_SYS_ADMIN" "without CAP_NET_ADMIN"; do
+		skip "xdprd $c exits 1" "no setpriv or capsh (packages util-linux, libcap2-bin)"
+	done
+else
+	unpriv setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all
+	r=$?
+	[ $r = 1 ] && [ "$out" = "Error: xdprd lacks CAP_SYS_ADMIN and CAP_NET_ADMIN: run it as root" ]
+	tap $? "xdprd as nobody: exit 1, one line naming CAP_SYS_ADMIN and CAP_NET_ADMIN" "exit $r: $out"
+	unpriv capsh --drop=cap_sys_admin -- -c 'exec "$@"' _
+	r=$?
+	[ $r = 1 ] && [ "$out" = "Error: xdprd lacks CAP_SYS_ADMIN: run it as root" ]
+	tap $? "xdprd as root without CAP_SYS_ADMIN: exit 1, one line naming it" "exit $r: $out"
+	unpriv capsh --drop=cap_net_admin -- -c 'exec "$@"' _
+	r=$?
+	[ $r = 1 ] && [ "$out" = "Error: xdprd lacks CAP_NET_ADMIN: run it as root" ]
+	tap $? "xdprd as root without CAP_NET_ADMIN: exit 1, one line naming it" "exit $r: $out"
+fi
 
 # ---- the example's commands apply (root: a scratch network namespace) ----
 if [ "$(id -u)" != 0 ] || ! command -v unshare > /dev/null; then
