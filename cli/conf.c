@@ -11,6 +11,7 @@
  *   set add NAME PREFIX...
  *   filter policy {accept|drop} | filter add RULE
  *   on-stop {keep|detach}                (xdprd only)
+ *   on-reload {guard|force}              (xdprd only)
  *   export {ipfix|netflow9} ADDR:PORT | export {active-timeout|inactive-timeout} S |
  *   export sample N | export nat-events on|off  (xdprd only: daemon/export.c)
  *   ddos protect PREFIX | ddos threshold {pps|mbps} N | ddos window S | ddos ban-time S |
@@ -649,6 +650,12 @@ static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, si
 		c->on_stop = w[1][0] == 'k' ? CONF_STOP_KEEP : CONF_STOP_DETACH;
 		return once(&c->on_stop_line, line, "on-stop", err, len);
 	}
+	if (!strcmp(w[0], "on-reload")) {
+		if (n != 2 || (strcmp(w[1], "guard") && strcmp(w[1], "force")))
+			return snprintf(err, len, "expected \"on-reload { guard | force }\""), EXIT_USAGE;
+		c->on_reload = w[1][0] == 'g' ? CONF_RELOAD_GUARD : CONF_RELOAD_FORCE;
+		return once(&c->on_reload_line, line, "on-reload", err, len);
+	}
 	if (!strcmp(w[0], "export"))
 		return add_export(c, n - 1, w + 1, line, err, len);
 	if (!strcmp(w[0], "ddos"))
@@ -656,7 +663,7 @@ static int conf_line(struct conf *c, int n, char **w, size_t line, char *err, si
 #undef IS
 	return snprintf(err, len, "\"%s%s%s\" is not a configuration command (link attach, nat add, "
 			"nat limit, nat timeout, route add, set add, filter add, filter policy, on-stop, "
-			"export, ddos)",
+			"on-reload, export, ddos)",
 			w[0], n > 1 ? " " : "", n > 1 ? w[1] : ""), EXIT_USAGE;
 }
 
@@ -1353,6 +1360,62 @@ out:
 	return ret;
 }
 
+/* The NAT rules of every kind (out, in, npt, binat) on dev; dev NULL: all of them. */
+static int nat_rules_on(const struct conf *c, const char *dev)
+{
+	int n = 0;
+
+	for (int i = 0; i < c->nnat; i++)
+		n += !dev || !strcmp(c->nat[i].dev, dev);
+	for (int i = 0; i < c->nnpt; i++)
+		n += !dev || !strcmp(c->npt[i].dev, dev);
+	for (int i = 0; i < c->nbinat; i++)
+		n += !dev || !strncmp(c->binat[i].r.ifname, dev, IF_NAMESIZE);
+	return n;
+}
+
+/*
+ * CONF_P_GUARD: what want would do that a reload must not do by mistake (a
+ * device name mistyped, a file emptied): detach an interface that has NAT
+ * rules (the CLI asks for "force" there), delete every NAT rule, delete
+ * every filter rule.  0, or EXIT_FAIL with err saying all it would do.
+ */
+static int guard(const struct conf *want, const struct conf *have, char *err, size_t len)
+{
+	char ifs[256] = "", what[3][320];
+	int all_nat = nat_rules_on(have, NULL), all_flt = have->flt.n, nifs = 0, n = 0;
+	size_t o = 0;
+
+	if (!(want->flags & CONF_P_GUARD) || want->on_reload == CONF_RELOAD_FORCE)
+		return 0;
+	for (int i = 0; i < have->nlink; i++) {
+		const struct conf_link *l = &have->link[i];
+
+		if (l->gone || link_in(want, l->name) || !nat_rules_on(have, l->name))
+			continue;
+		o += snprintf(ifs + o, o < sizeof(ifs) ? sizeof(ifs) - o : 0, "%s%s", nifs++ ? ", " : "",
+			      l->name);
+	}
+	/* a file that attaches nothing detaches everything: every rule goes with the router */
+	if (want->nlink && nat_rules_on(want, NULL))
+		all_nat = 0;
+	if (want->nlink && want->flt.n)
+		all_flt = 0;
+	if (nifs)
+		snprintf(what[n++], sizeof(what[0]), "detach %s (%s with NAT rules)", ifs,
+			 nifs == 1 ? "an interface" : "interfaces");
+	if (all_nat)
+		snprintf(what[n++], sizeof(what[0]), "delete every NAT rule (%d)", all_nat);
+	if (all_flt)
+		snprintf(what[n++], sizeof(what[0]), "delete every filter rule (%d)", all_flt);
+	if (!n)
+		return 0;
+	return ERR("the file would %s%s%s%s%s: a mistyped device name or an emptied file? "
+		   "\"on-reload force\" in the file applies it", what[0],
+		   n == 3 ? ", " : n == 2 ? " and " : "", n >= 2 ? what[1] : "",
+		   n == 3 ? " and " : "", n == 3 ? what[2] : "");
+}
+
 static int attach_new(struct xdpr *x, const struct conf *want, const struct conf *have,
 		      struct conf_diff *d, char *err, size_t len)
 {
@@ -1547,6 +1610,12 @@ detach:
 		}
 		d->detached++;
 	}
+	if (!want->nlink) {
+		/* the router is gone, and every rule and route with it: counted as what they were */
+		d->nat_deleted += nat_rules_on(have, NULL);
+		d->routes_changed += have->nroute;
+		d->filter |= have->flt.n || have->flt.nsets || have->flt.policy != XDPR_FLT_ACCEPT;
+	}
 	if (xdpr_refresh(x))
 		return ERR("%s", x->err);
 	return 0;
@@ -1562,7 +1631,9 @@ int conf_apply(struct xdpr *x, const struct conf *want, struct conf_diff *d, cha
 	memset(d, 0, sizeof(*d));
 	if (conf_read(x, &have, err, len))
 		return EXIT_FAIL;
-	ret = precheck(x, want, &have, err, len);
+	ret = guard(want, &have, err, len);
+	if (!ret)
+		ret = precheck(x, want, &have, err, len);
 	if (!ret)
 		ret = change(x, want, &have, d, err, len);
 	if (ret && (d->attached || d->detached || d->nat_added || d->nat_replaced || d->nat_deleted ||

@@ -12,6 +12,7 @@
 #include "cli.h"
 
 enum conf_on_stop { CONF_STOP_KEEP = 0, CONF_STOP_DETACH = 1 };
+enum conf_on_reload { CONF_RELOAD_GUARD = 0, CONF_RELOAD_FORCE = 1 };
 
 struct conf_link {
 	char name[IF_NAMESIZE];
@@ -111,10 +112,11 @@ struct conf {
 	struct xdpr_flt_list flt; /* rules, sets, policy */
 	size_t *flt_line, flt_cap;
 	enum conf_on_stop on_stop; /* xdprd only: what stopping the daemon does */
+	enum conf_on_reload on_reload; /* xdprd only: whether a reload may drop NAT or all rules */
 	struct conf_export exp;   /* xdprd only: flow export */
 	struct conf_ddos ddos;    /* xdprd only: DDoS detection */
 	/* where each once-only word was given (0: not given), for errors */
-	size_t policy_line, on_stop_line, knob_line[8];
+	size_t policy_line, on_stop_line, on_reload_line, knob_line[8];
 	char name[256];         /* "FILE " for errors about a line; "" for a running state */
 	unsigned int flags;     /* conf_parse's */
 	char waiting[512];      /* CONF_P_PRESENT: the devices left out, space separated */
@@ -136,6 +138,13 @@ struct conf_diff {
  * named in c->waiting, instead of failing the file.
  */
 #define CONF_P_PRESENT 1u
+/*
+ * CONF_P_GUARD (xdprd's reloads): conf_apply refuses, changing nothing, a
+ * file that would detach an interface that has NAT rules, delete every NAT
+ * rule or delete every filter rule, unless it says "on-reload force"; err
+ * says what the file would do.
+ */
+#define CONF_P_GUARD 2u
 
 void conf_init(struct conf *c);
 void conf_free(struct conf *c);

@@ -595,8 +595,12 @@ static void export_run(void)
 
 static void nft_follow(struct xdpr *x);
 
-/* The whole file onto the router (start, SIGHUP). */
-static int apply(const char *why)
+/*
+ * The whole file onto the router (start, SIGHUP).  Past the start, a file
+ * that would detach an interface with NAT rules or delete every NAT or
+ * filter rule is refused unless it says "on-reload force" (CONF_P_GUARD).
+ */
+static int apply(const char *why, bool reload)
 {
 	static struct xdpr x;
 	static struct conf c;
@@ -611,8 +615,9 @@ static int apply(const char *why)
 		d.config_ok = false;
 		return -1;
 	}
+	if (reload)
+		c.flags |= CONF_P_GUARD;
 	d.on_stop = c.on_stop;
-	note_waiting(&c);
 	know_all(&c);
 	if (open_locked(&x, err, sizeof(err))) {
 		logm(LOG_ERR, "%s: configuration not applied: %s", why, err);
@@ -640,6 +645,8 @@ static int apply(const char *why)
 		export_configure(&x, &c.exp, why);
 	if (!ret)
 		ddos_configure(&x, &c.ddos, why);
+	if (!ret)
+		note_waiting(&c); /* a refused file waits for nothing */
 	neigh_sync(&x);
 	xdpr_close(&x);
 	conf_free(&c);
@@ -946,7 +953,7 @@ static void follow(void)
 
 	/* the file did not apply (a device it needs was missing?): the whole file again */
 	if ((pend.nlinks || pend.all) && !d.config_ok)
-		apply("interface appeared");
+		apply("interface appeared", true);
 	if (open_locked(&x, err, sizeof(err))) {
 		logm(LOG_ERR, "following the kernel: %s", err);
 		return;
@@ -1456,7 +1463,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	pthread_mutex_lock(&d.mu);
-	apply("start");
+	apply("start", false);
 	pthread_mutex_unlock(&d.mu);
 	logm(LOG_INFO, "xdprd %s running: config %s, metrics %s, sweeps every %u s", XDPR_VERSION,
 	     d.config, mhd ? d.metrics : "off", d.gc_secs);
@@ -1531,7 +1538,7 @@ int main(int argc, char **argv)
 							free(d.text);
 							d.text = text;
 							d.text_len = len;
-							apply("reload");
+							apply("reload", true);
 						}
 					}
 					pthread_mutex_unlock(&d.mu);

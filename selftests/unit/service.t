@@ -285,7 +285,7 @@ else
 		"$1" restore "$2" && "$1" save > "$2.saved" && "$1" link detach all force' \
 		_ "$B/xdpr" "$T/example.conf" 2>&1)
 	r=$?
-	[ $r = 0 ] && [ "$(grep -vc "^on-stop" "$T/example.conf")" = "$(wc -l < "$T/example.conf.saved")" ]
+	[ $r = 0 ] && [ "$(grep -vc "^on-stop\|^on-reload" "$T/example.conf")" = "$(wc -l < "$T/example.conf.saved")" ]
 	tap $? "the example's $(wc -l < "$T/example.conf") commands, uncommented, apply and save back" \
 		"exit $r: $out"
 fi
