@@ -4,11 +4,12 @@
 # every periodic path busy (masquerade with new UDP flows all the time, a
 # sweep every second that removes them, IPFIX export with NAT events to a
 # collector, a DDoS meter's tick, metrics scraped every second, netlink
-# notifications from an address added and removed), the daemon's open
-# descriptors, counted by kind (bpf-prog, bpf-map, other anon inodes,
-# sockets, the rest), are the same at the end as after a warm-up, and its
-# resident memory grows by less than a bound.  The metrics endpoint still
-# answers at the end and every scrape on the way did.
+# notifications from an address added and removed, an interface deleted and
+# re-created every 10 s that xdprd attaches again, a reload every 10 s),
+# the daemon's open descriptors, counted by kind (bpf-prog, bpf-map, other
+# anon inodes, sockets, the rest), are the same at the end as after a
+# warm-up, and its resident memory grows by less than a bound.  The metrics
+# endpoint still answers at the end and every scrape on the way did.
 #
 # XDPR_SOAK_S: how long it runs (seconds, default 60); `make soak` runs it
 # for ten minutes.  The warm-up is a quarter of that (at most 60 s).
@@ -116,8 +117,23 @@ while not os.path.exists(stop):
     time.sleep(0.1)' &
 TRAFFIC=$!
 
+# recreate_r2: r2 (C2's side) deleted and made again: xdprd attaches it again
+recreate_r2() {
+	ip -n "$R" link del r2
+	ip -n "$R" link add r2 type veth peer name c2 netns "$C2" || bail_out "cannot create veth r2/c2"
+	ip -n "$R" addr add 10.0.3.1/24 dev r2
+	ip -n "$C2" addr add 10.0.3.2/24 dev c2
+	in_ns "$C2" ethtool -K c2 gro on tx off >/dev/null 2>&1
+	ip -n "$R" link set r2 up
+	ip -n "$C2" link set c2 up
+	ip -n "$C2" route add default via 10.0.3.1
+}
+
 # the run: scrapes every second, an address added and removed every 5 s
-# (netlink notifications: the own-address exemptions rebuilt)
+# (netlink notifications: the own-address exemptions rebuilt), r2 deleted
+# and re-created every 10 s (xdprd attaches it again), a reload every 10 s
+recreated=0
+reloads=0
 t_end=$(($(date +%s) + SOAK))
 t_warm=$(($(date +%s) + WARM))
 scrapes=0
@@ -130,6 +146,14 @@ while [ "$(date +%s)" -lt "$t_end" ]; do
 	if ((scrapes % 5 == 0)); then
 		ip -n "$R" addr add 192.0.2.77/32 dev lo 2>/dev/null
 		ip -n "$R" addr del 192.0.2.77/32 dev lo 2>/dev/null
+	fi
+	if ((scrapes % 10 == 3)); then
+		recreate_r2
+		recreated=$((recreated + 1))
+	fi
+	if ((scrapes % 10 == 7)); then
+		kill -HUP "$DPID"
+		reloads=$((reloads + 1))
 	fi
 	if [ -z "$warm" ] && [ "$(date +%s)" -ge "$t_warm" ]; then
 		warm=$(snapshot)
@@ -152,6 +176,9 @@ num "$(metric 'xdprd_nat_events_sent_total{format="ipfix",collector="10.0.2.2:47
 	"NAT events were exported (xdprd_nat_events_sent_total)"
 num "$(cat "$T_TMP/ipfix.count" 2>/dev/null)" -ge 10 "the collector got IPFIX messages"
 num "$(metric 'xdprd_netlink_events_total{kind="address"}')" -ge 2 "address notifications were followed"
+num "$(metric xdprd_reattached_total)" -ge "$recreated" "r2 re-created $recreated times: attached again each time"
+num "$(metric xdprd_config_applies_total)" -ge $((reloads + 1)) "the file applied at start and on each of $reloads reloads"
+is "$(metric xdprd_config_errors_total)" 0 "none refused"
 num "$scrapes" -ge $((SOAK / 2)) "metrics scraped every second ($scrapes times)"
 is "$scrape_fail" 0 "every scrape answered"
 ok "the metrics endpoint still answers at the end" metrics
