@@ -1381,16 +1381,6 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	d.journal = getenv("JOURNAL_STREAM") != NULL;
-	caps_missing(err, sizeof(err));
-	if (err[0]) {
-		fprintf(stderr, "Error: xdprd lacks %s: run it as root\n", err);
-		return EXIT_FAIL;
-	}
-	lock = one_per_router(err, sizeof(err));
-	if (lock < 0) {
-		fprintf(stderr, "Error: %s\n", err);
-		return EXIT_FAIL;
-	}
 	/* the file must read and parse before anything starts */
 	if (read_config(&d.text, &d.text_len, err, sizeof(err))) {
 		fprintf(stderr, "Error: %s\n", err);
@@ -1404,6 +1394,17 @@ int main(int argc, char **argv)
 			return EXIT_FAIL;
 		}
 		conf_free(&cc);
+	}
+	/* then what it needs to run: its privileges, the router to itself */
+	caps_missing(err, sizeof(err));
+	if (err[0]) {
+		fprintf(stderr, "Error: xdprd lacks %s: run it as root\n", err);
+		return EXIT_FAIL;
+	}
+	lock = one_per_router(err, sizeof(err));
+	if (lock < 0) {
+		fprintf(stderr, "Error: %s\n", err);
+		return EXIT_FAIL;
 	}
 	if (!d.foreground) {
 		/* the parent returns once the child is ready (or has failed) */
