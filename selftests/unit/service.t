@@ -96,7 +96,8 @@ done
 
 # ---- the systemd unit ----
 unit=$T/xdprd.service
-sed "s|@SBINDIR@|$PWD/$B|g" daemon/xdprd.service.in > "$unit"
+BABS=$(cd "$B" 2>/dev/null && pwd || echo "$PWD/$B") # BUILD= may be absolute
+sed "s|@SBINDIR@|$BABS|g" daemon/xdprd.service.in > "$unit"
 # its Documentation= pages from docs/, as man would find them installed
 mkdir -p "$T/man/man5" "$T/man/man8"
 ln -s "$PWD/docs/xdpr.conf.5" "$T/man/man5/"
@@ -115,7 +116,7 @@ fi
 svc=$(sed -n '/^\[Service\]/,/^\[/{/^[A-Za-z]/p}' "$unit")
 grep -qx 'Type=notify' <<< "$svc"
 tap $? "the unit is Type=notify (xdprd sends READY, RELOADING, STOPPING)" "$(grep ^Type= <<< "$svc")"
-grep -qx "ExecStart=$PWD/$B/xdprd --foreground" <<< "$svc"
+grep -qx "ExecStart=$BABS/xdprd --foreground" <<< "$svc"
 tap $? "ExecStart runs xdprd --foreground from the sbin it names" "$(grep ^ExecStart= <<< "$svc")"
 grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' <<< "$svc"
 tap $? "ExecReload sends SIGHUP" "$(grep ^ExecReload= <<< "$svc")"
@@ -235,7 +236,7 @@ chmod 0711 "$T"
 chmod 0644 "$T/plain.conf"
 # unpriv CMD...: xdprd run through CMD (a privilege dropper, or nothing)
 unpriv() {
-	out=$(timeout 10 "$@" "$(cd "$B" && pwd)/xdprd" --foreground --config "$T/plain.conf" --metrics none 2>&1 >/dev/null)
+	out=$(timeout 10 "$@" "$BABS/xdprd" --foreground --config "$T/plain.conf" --metrics none 2>&1 >/dev/null)
 }
 if [ ! -x "$B/xdprd" ]; then
 	for c in "as nobody" "without CAP_SYS_ADMIN" "without CAP_NET_ADMIN"; do
