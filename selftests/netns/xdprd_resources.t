@@ -71,7 +71,7 @@ metric() {
 	metrics | awk -v m="$1" '$1 == m { print $2; f = 1 } END { if (!f) print "none" }'
 }
 
-# fd_kinds: xdprd's descriptors by kind, one "kind count" a line, sorted
+# fd_kinds: xdprd's descriptors by kind, one "kind count" a line (every kind)
 fd_kinds() {
 	local f t
 	for f in /proc/"$DPID"/fd/*; do
@@ -84,21 +84,18 @@ fd_kinds() {
 		socket:*) echo socket ;;
 		*) echo other ;;
 		esac
-	done | sort | uniq -c | awk '{ print $2, $1 }'
+	done | awk '{ n[$1]++ } END { split("bpf-prog bpf-map bpf-link anon_inode socket other", k, " ")
+		for (i = 1; i <= 6; i++) print k[i], n[k[i]] + 0 }'
 }
-# snapshot: the fewest descriptors of three looks 0.3 s apart (a scrape's
-# connection open for a moment is not a leak), then the resident set (kB)
+# snapshot: the fewest descriptors of each kind over five looks 0.3 s apart
+# (a tick holds the router's maps for a moment, a scrape its connection:
+# not leaks; a leak only grows), then the resident set (kB)
 snapshot() {
-	local best= k n i
-	for ((i = 0; i < 3; i++)); do
-		k=$(fd_kinds)
-		n=$(awk '{ s += $2 } END { print s + 0 }' <<<"$k")
-		if [ -z "$best" ] || [ "$n" -lt "$(awk '{ s += $2 } END { print s + 0 }' <<<"$best")" ]; then
-			best=$k
-		fi
+	local i
+	for ((i = 0; i < 5; i++)); do
+		fd_kinds
 		sleep 0.3
-	done
-	echo "$best"
+	done | awk '!($1 in m) || $2 < m[$1] { m[$1] = $2 } END { for (k in m) print k, m[k] }' | sort
 	echo "rss $(awk '/^VmRSS:/ { print $2 }' /proc/"$DPID"/status)"
 }
 
