@@ -183,7 +183,8 @@ static int read_config(char **text, size_t *len, char *err, size_t elen)
 /* The last file read, parsed now (devices resolved now). */
 static int parse_buf(const char *text, size_t text_len, struct conf *c, char *err, size_t len)
 {
-	FILE *f = fmemopen(text_len ? (char *)text : "", text_len ? text_len : 1, "r");
+	/* an empty file is read as one empty line (fmemopen takes no empty buffer) */
+	FILE *f = fmemopen(text_len ? (char *)text : "\n", text_len ? text_len : 1, "r");
 	int ret;
 
 	if (!f)
