@@ -8,6 +8,7 @@
 #define XDPR_SHARED_H
 
 #include <linux/types.h>
+#include "reasons.h"
 
 /*
  * Interfaces one router can hold, ports and their VLANs together (counter
@@ -98,95 +99,14 @@ struct xdpr_vlan_cfg {
 };
 
 /*
- * Why a frame left the program the way it did.  Every exit counts exactly
- * one reason; the verdict follows from the reason (xdpr_reason_verdict()).
- * Numbers are ABI: append only.
+ * Why a frame left the program the way it did (reasons.h, the one list).
+ * Every exit counts exactly one reason; the verdict follows from the reason
+ * (xdpr_reason_verdict()).
  */
 enum xdpr_reason {
-	XDPR_FWD = 0,            /* redirected to the egress interface            */
-
-	/* handed to the kernel (XDP_PASS) */
-	XDPR_PASS_NOT_IP,        /* not IPv4/IPv6 (ARP, LLDP, ...)                */
-	XDPR_PASS_VLAN,          /* 802.1Q tag of no attached VLAN (VID unknown or
-	                            0, VLAN down) */
-	XDPR_PASS_L2_OTHER,      /* L2 broadcast/multicast or not our MAC          */
-	XDPR_PASS_IP4_HDR_ERR,   /* version, IHL < 5 or total length vs. frame     */
-	XDPR_PASS_IP4_CSUM,      /* IPv4 header checksum wrong (RFC 1812 5.2.2)    */
-	XDPR_PASS_IP4_OPTIONS,   /* IPv4 options present                           */
-	XDPR_PASS_IP4_FRAG,      /* IPv4 fragment (MF or offset)                   */
-	XDPR_PASS_IP6_HDR_ERR,   /* version or payload length vs. frame            */
-	XDPR_PASS_IP6_EXTHDR,    /* IPv6 extension header                          */
-	XDPR_PASS_MARTIAN,       /* loopback, link-local, multicast source, ...:   */
-	                         /* the kernel judges (and drops) those            */
-	XDPR_PASS_TTL,           /* TTL / hop limit <= 1: kernel sends ICMP        */
-	XDPR_PASS_FIB_BLACKHOLE,
-	XDPR_PASS_FIB_UNREACH,
-	XDPR_PASS_FIB_PROHIBIT,
-	XDPR_PASS_FIB_NOT_FWDED, /* local, broadcast, multicast, or no route       */
-	XDPR_PASS_FIB_FWD_DISABLED, /* forwarding disabled on the ingress device   */
-	XDPR_PASS_FIB_UNSUPP_LWT,
-	XDPR_PASS_FIB_NO_NEIGH,  /* next hop's MAC unknown: kernel resolves it     */
-	XDPR_PASS_FIB_FRAG_NEEDED, /* bigger than the egress MTU                   */
-	XDPR_PASS_FIB_OTHER,     /* any other FIB return code                      */
-	XDPR_PASS_EGRESS_NOT_XDPR, /* egress interface not attached to xdpr        */
-	XDPR_PASS_EGRESS_NO_XMIT,  /* egress driver cannot transmit XDP frames     */
-	XDPR_PASS_NO_IFACE,      /* ingress interface not (yet/any more) set up    */
-	XDPR_PASS_NAT_FILTERED,  /* to a NAT binding from a remote it never addressed:
-	                            not translated, the router itself answers      */
-	XDPR_PASS_ROUTE,         /* route map: "pass" route                        */
-	XDPR_PASS_ROUTE_GW,      /* route map: gateway not reachable on its device */
-
-	/* dropped (XDP_DROP) */
-	XDPR_DROP_SHORT,         /* frame too short for the headers it announces   */
-	XDPR_DROP_NAT_NO_PORT,   /* no free outside port in the rule's range       */
-	XDPR_DROP_NAT_FULL,      /* session table full, nothing idle to evict      */
-	XDPR_DROP_NAT_HOST_LIMIT,/* inside host reached its session limit          */
-	XDPR_DROP_NAT_UNTRANSLATABLE, /* would leave a NAT interface with an inside
-	                            source and cannot be translated (fragment,
-	                            unknown protocol, ICMP error without session)  */
-	XDPR_DROP_ROUTE_BLACKHOLE, /* route map: "blackhole" route                 */
-	XDPR_DROP_NAT_IF_GONE,   /* inside source of a NAT rule whose outside
-	                            interface is gone (deleted, not yet re-bound) */
-	XDPR_DROP_NAT_IN_NO_NEIGH, /* to an inside host whose MAC is unknown: the
-	                            kernel's ICMP would quote the inside address */
-	XDPR_DROP_NAT_IN_NO_ROUTE, /* to an inside host with no route to it        */
-	XDPR_DROP_NAT_ICMP_LIMIT,  /* an ICMP error XDP would send, over its rate  */
-	XDPR_DROP_NAT_BUSY,      /* another CPU held the endpoint or session being
-	                            created for too long (bounded wait)           */
-	XDPR_DROP_NAT_RESIZING,  /* a new session while the NAT tables are copied
-	                            to their new size (`nat limit sessions`)      */
-
-	/* answered in XDP (XDP_TX): ICMP errors about packets to a NAT binding,
-	   quoting the packet as it arrived (outside addresses only) */
-	XDPR_TX_ICMP_FRAG,       /* fragmentation needed (PMTUD through the NAT)   */
-	XDPR_TX_ICMP_TTL,        /* time exceeded                                  */
-
-	/* the filter (bpf/filter.h), forwarded traffic only */
-	XDPR_DROP_FILTER,        /* a drop rule matched                            */
-	XDPR_DROP_FILTER_POLICY, /* no rule matched, policy drop                   */
-	XDPR_DROP_FILTER_HDR,    /* cannot be classified: first fragment without
-	                            its transport header, IPv6 header chain too long */
-	XDPR_DROP_FILTER_REJECT_LIMIT, /* a reject rule matched, answer over its rate */
-	XDPR_TX_FILTER_REJECT,   /* a reject rule matched: TCP RST or ICMP
-	                            administratively prohibited sent back (XDP_TX) */
-
-	/* VLANs (appended: a pass and a drop) */
-	XDPR_PASS_VLAN_QINQ,     /* 802.1ad outer tag, or two stacked tags         */
-	XDPR_DROP_VLAN_PUSH,     /* no room to put the egress VLAN tag on          */
-
-	/* DDoS defence (appended) */
-	XDPR_DROP_DDOS_BAN,      /* its source or destination is banned (ddos.h)   */
-
-	/* netfilter (appended) */
-	XDPR_PASS_NFT_POLICY,    /* netfilter has forward rules XDP would bypass
-	                            (XDPR_CFG_NFT_POLICY): the kernel forwards it,
-	                            translated where NAT applied */
-
-	/* neighbours (appended) */
-	XDPR_TX_ICMP_HOST_UNREACH, /* to a NAT interface whose next hop failed to
-	                            resolve (xdpr_nbr_dead): ICMP host unreachable
-	                            sent back, quoting the packet as it arrived */
-
+#define XDPR_R_ENUM(e, v, n, d) e,
+	XDPR_REASONS(XDPR_R_ENUM)
+#undef XDPR_R_ENUM
 	XDPR_REASON_MAX
 };
 
@@ -201,18 +121,31 @@ struct xdpr_slot {
 };
 
 /* Verdict for a reason: 0 aborted, 1 drop, 2 pass, 3 tx, 4 redirect (enum xdp_action). */
+#define XDPR_RV_DROP     1
+#define XDPR_RV_PASS     2
+#define XDPR_RV_TX       3
+#define XDPR_RV_REDIRECT 4
+/* the reasons of one verdict as a bit mask, constant-folded from the list */
+#define XDPR_R_IS_DROP(e, v, n, d)     | (XDPR_RV_##v == XDPR_RV_DROP ? 1ULL << (e) : 0)
+#define XDPR_R_IS_TX(e, v, n, d)       | (XDPR_RV_##v == XDPR_RV_TX ? 1ULL << (e) : 0)
+#define XDPR_R_IS_REDIRECT(e, v, n, d) | (XDPR_RV_##v == XDPR_RV_REDIRECT ? 1ULL << (e) : 0)
+#define XDPR_DROP_REASONS     (0ULL XDPR_REASONS(XDPR_R_IS_DROP))
+#define XDPR_TX_REASONS       (0ULL XDPR_REASONS(XDPR_R_IS_TX))
+#define XDPR_REDIRECT_REASONS (0ULL XDPR_REASONS(XDPR_R_IS_REDIRECT))
+_Static_assert(XDPR_REASON_MAX <= 64, "a reason's verdict is a bit of a 64-bit mask");
+_Static_assert(XDPR_FWD == 0 && XDPR_REDIRECT_REASONS == 1, "forwarded is reason 0, the one redirect");
+
 static inline int xdpr_reason_verdict(int reason)
 {
-	if (reason == XDPR_FWD)
-		return 4; /* XDP_REDIRECT */
-	if ((reason >= XDPR_TX_ICMP_FRAG && reason <= XDPR_TX_ICMP_TTL) ||
-	    reason == XDPR_TX_FILTER_REJECT || reason == XDPR_TX_ICMP_HOST_UNREACH)
-		return 3; /* XDP_TX */
-	if (reason == XDPR_PASS_VLAN_QINQ || reason == XDPR_PASS_NFT_POLICY)
-		return 2;
-	if (reason >= XDPR_DROP_SHORT && reason < XDPR_REASON_MAX)
-		return 1; /* XDP_DROP */
-	return 2;         /* XDP_PASS */
+	if (reason < 0 || reason >= XDPR_REASON_MAX)
+		return XDPR_RV_PASS;
+	if (XDPR_REDIRECT_REASONS >> reason & 1)
+		return XDPR_RV_REDIRECT;
+	if (XDPR_TX_REASONS >> reason & 1)
+		return XDPR_RV_TX;
+	if (XDPR_DROP_REASONS >> reason & 1)
+		return XDPR_RV_DROP;
+	return XDPR_RV_PASS;
 }
 
 /* Names of the BPF objects userspace looks for (<= 15 characters). */

@@ -134,7 +134,7 @@ reasons_want=$(printf '%s\n' "${XDPR_REASONS[@]}" | sort | paste -sd,)
 is "$(jq -r '[.interfaces[].dev] | sort | join(",")' <<<"$OUT")" "r0,r1" "-j stats: r0 and r1"
 for dev in r0 r1; do
 	is "$(jq -r --arg d "$dev" '.interfaces[] | select(.dev == $d) | .reasons | keys | join(",")' \
-		<<<"$OUT")" "$reasons_want" "-j stats: $dev has every reason of loader/reasons.c, and only those"
+		<<<"$OUT")" "$reasons_want" "-j stats: $dev has every reason of bpf/reasons.h, and only those"
 	is "$(jq -r --arg d "$dev" --args '.interfaces[] | select(.dev == $d) | $ARGS.positional - (.reasons | keys) | join(",")' \
 		"${XDPR_REASONS_BASE[@]}" <<<"$OUT")" "" "-j stats: $dev has the 25 reasons of the first release"
 done

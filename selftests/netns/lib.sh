@@ -32,10 +32,10 @@ T_NS_MADE=()
 T_N=0
 T_FAILED=0
 
-# The reasons every `stats` output must carry: the names in loader/reasons.c
+# The reasons every `stats` output must carry: the names in bpf/reasons.h
 # (the source of truth; the set grows as the datapath does) ...
 # shellcheck disable=SC2034 # used by the tests
-mapfile -t XDPR_REASONS < <(grep -o '= { "[a-z0-9_]*"' "$XDPR_ROOT/loader/reasons.c" | tr -d '={ "')
+mapfile -t XDPR_REASONS < <(grep -o '^	X(XDPR_[A-Z0-9_]*, [A-Z]*, "[a-z0-9_]*"' "$XDPR_ROOT/bpf/reasons.h" | cut -d'"' -f2)
 # ... which include at least these (the reason set of the first release).
 # shellcheck disable=SC2034
 XDPR_REASONS_BASE=(forwarded pass_not_ip pass_vlan pass_l2_other pass_ip4_hdr_err pass_ip4_csum
