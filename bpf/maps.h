@@ -3,7 +3,7 @@
  * maps.h - the maps of the fast path outside the route map (route.h):
  * interfaces, redirect targets, configuration, counters and the NAT tables.
  * Their value types and sizes are in xdpr_shared.h; userspace finds them by
- * name (XDPR_MAP_* there, map_names in the loader).
+ * name (XDPR_MAPS in loader/libxdpr.h).
  */
 #ifndef XDPR_MAPS_H
 #define XDPR_MAPS_H

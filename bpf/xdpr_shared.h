@@ -150,37 +150,8 @@ static inline int xdpr_reason_verdict(int reason)
 
 /* Names of the BPF objects userspace looks for (<= 15 characters). */
 #define XDPR_PROG_NAME   "xdpr_main"
-#define XDPR_MAP_STATS   "xdpr_stats"
-#define XDPR_MAP_IFACES  "xdpr_ifaces"
-#define XDPR_MAP_TX      "xdpr_tx_ports"
-#define XDPR_MAP_CFG     "xdpr_cfg"
-#define XDPR_MAP_RULES   "xdpr_nat_rules"
-#define XDPR_MAP_NSTATS  "xdpr_nat_stats"
-#define XDPR_MAP_CT      "xdpr_nat_ct"
-#define XDPR_MAP_CTA     "xdpr_nat_cta"
-#define XDPR_MAP_BIND    "xdpr_nat_bind"
-#define XDPR_MAP_EIM     "xdpr_nat_eim"
-#define XDPR_MAP_HOSTS   "xdpr_nat_hosts"
-#define XDPR_MAP_RING    "xdpr_nat_ring"
 #define XDPR_PROG_GC     "xdpr_nat_gc"
-#define XDPR_MAP_FLT_WORD "xdpr_flt_word"
-#define XDPR_MAP_FLT_DESC "xdpr_flt_desc"
-#define XDPR_MAP_FLT_VAL  "xdpr_flt_val"
-#define XDPR_MAP_FLT_LPM4 "xdpr_flt_lpm4"
-#define XDPR_MAP_FLT_LPM6 "xdpr_flt_lpm6"
-#define XDPR_MAP_FLT_IF   "xdpr_flt_if"
-#define XDPR_MAP_FLT_RULE "xdpr_flt_rule"
-#define XDPR_MAP_FLT_HDR  "xdpr_flt_hdr"
-#define XDPR_MAP_FLT_STATS "xdpr_flt_stats"
-#define XDPR_MAP_FLOWS    "xdpr_flt_flows"
-#define XDPR_MAP_FRAGS    "xdpr_flt_frags"
-#define XDPR_MAP_VLANS    "xdpr_vlans"
-#define XDPR_MAP_VLAN_CFG "xdpr_vlan_cfg"
-#define XDPR_MAP_IF_GEN   "xdpr_if_gen"
-#define XDPR_MAP_FWD      "xdpr_nat_fwd"
 #define XDPR_PROG_FLT_GC  "xdpr_flt_gc"
-#define XDPR_MAP_METER    "xdpr_flows"
-#define XDPR_MAP_METER_PC "xdpr_flow_pcpu"
 
 /* ---- source NAT (IPv4) ---- */
 
@@ -931,10 +902,6 @@ struct xdpr_gc_cmd {
 /* ---- 1:1 NAT (IPv4 binat / netmap, bpf/binat.h, loader/binat.c) ---- */
 
 #define XDPR_BINAT_MAX 64          /* rule ids 1..63; 0 is "no rule" */
-#define XDPR_MAP_BINAT     "xdpr_binat"
-#define XDPR_MAP_BINAT_IN  "xdpr_binat_in"
-#define XDPR_MAP_BINAT_OUT "xdpr_binat_out"
-#define XDPR_MAP_BINAT_ST  "xdpr_binat_st"
 
 /*
  * A rule: on outside interface ifindex, inside prefix in_net/plen appears
@@ -1071,8 +1038,6 @@ _Static_assert(sizeof(struct xdpr_meter_pcpu) == 136, "xdpr_meter_pcpu layout");
  * its index while it exists; a new rule's counters are zeroed).
  */
 #define XDPR_NPT_MAX 16
-#define XDPR_MAP_NPT       "xdpr_npt"
-#define XDPR_MAP_NPT_STATS "xdpr_npt_stats"
 #define XDPR_CFG_NPT      (1u << 8)  /* xdpr_cfg.flags: NPTv6 rules exist */
 #define XDPR_CFG_NPT_SLOT (1u << 9)  /* xdpr_cfg.flags: the live xdpr_npt slot */
 
@@ -1129,12 +1094,6 @@ _Static_assert(sizeof(struct xdpr_npt_ctr) == 40, "xdpr_npt_ctr layout");
 #define XDPR_CFG_DDOS (1u << 7)   /* xdpr_cfg.flags: the meters count */
 #define XDPR_CFG_BANS (1u << 10)  /* xdpr_cfg.flags: the ban table is not empty */
 
-#define XDPR_MAP_DDOS_PROT  "xdpr_ddos_prot"
-#define XDPR_MAP_DDOS_TO    "xdpr_ddos_to"
-#define XDPR_MAP_DDOS_FROM  "xdpr_ddos_from"
-#define XDPR_MAP_DDOS_BANS  "xdpr_ddos_bans"
-#define XDPR_MAP_DDOS_STATS "xdpr_ddos_stats"
-#define XDPR_MAP_DDOS_BITS  "xdpr_ddos_bits"
 
 #define XDPR_DDOS_PROT_MAX  4096     /* protected prefixes (each family) */
 #define XDPR_DDOS_HOSTS     65536    /* "to" meters: destination hosts (default) */
@@ -1239,7 +1198,6 @@ static inline __u32 xdpr_ddos_bit(const struct xdpr_ddos_key *k)
  * metered within that time); such a slot counts nothing and is free for
  * any host.
  */
-#define XDPR_MAP_DDOS_SLOTS "xdpr_ddos_slots"
 #define XDPR_DDOS_SLOT_BITS 16
 #define XDPR_DDOS_SLOTS     (1u << XDPR_DDOS_SLOT_BITS)
 #define XDPR_DDOS_IDLE_NS   (60ULL * 1000000000ULL) /* a slot's host idle this long may be replaced */
@@ -1276,7 +1234,6 @@ _Static_assert(sizeof(struct xdpr_ddos_slot) == 48, "xdpr_ddos_slot layout");
  * on: logging never drops or delays one.  event holds the natEvent value
  * of the IANA registry (RFC 8158); Juniper's draft-02 numbering differs.
  */
-#define XDPR_MAP_NATLOG "xdpr_natlog"
 #define XDPR_CFG_NATLOG (1u << 6) /* xdpr_cfg.flags: NAT events go to xdpr_natlog */
 
 enum xdpr_natlog_event {          /* IANA natEvent (RFC 8158) */
@@ -1323,8 +1280,6 @@ _Static_assert(sizeof(struct xdpr_natlog_rec) == 40, "xdpr_natlog_rec layout");
  * quoting it as it arrived, until the mark lapses (XDPR_NBR_DEAD_NS) and
  * the kernel tries again.
  */
-#define XDPR_MAP_NBR_REQ   "xdpr_nbr_req"
-#define XDPR_MAP_NBR_DEAD  "xdpr_nbr_dead"
 #define XDPR_NBR_REQ_BYTES (16 * 4096)    /* the ring: 1,365 requests (40 bytes + an 8-byte header) */
 #define XDPR_NBR_DEAD_MAX  1024
 #define XDPR_NBR_ASK_NS    200000000ULL   /* 0.2 s */

@@ -36,40 +36,26 @@
 #define XDPR_PIN_DIR "/sys/fs/bpf/xdpr"
 
 const char *const map_names[XM_MAX] = {
-	[XM_STATS] = XDPR_MAP_STATS,   [XM_IFACES] = XDPR_MAP_IFACES, [XM_TX] = XDPR_MAP_TX,
-	[XM_CFG] = XDPR_MAP_CFG,       [XM_RULES] = XDPR_MAP_RULES,   [XM_NSTATS] = XDPR_MAP_NSTATS,
-	[XM_CT] = XDPR_MAP_CT,         [XM_BIND] = XDPR_MAP_BIND,     [XM_EIM] = XDPR_MAP_EIM,
-	[XM_HOSTS] = XDPR_MAP_HOSTS,   [XM_RING] = XDPR_MAP_RING,     [XM_RINGHD] = "xdpr_nat_ringhd",
-	[XM_CURSOR] = "xdpr_nat_cursor", [XM_RTDIR] = "xdpr_rtdir",  [XM_RTREC] = "xdpr_rtrec",
-	[XM_RTNH] = "xdpr_rtnh",
-	[XM_RTSTATS] = "xdpr_rt_stats",
-	[XM_FLT_WORD] = XDPR_MAP_FLT_WORD, [XM_FLT_DESC] = XDPR_MAP_FLT_DESC,
-	[XM_FLT_VAL] = XDPR_MAP_FLT_VAL,   [XM_FLT_RULE] = XDPR_MAP_FLT_RULE,
-	[XM_FLT_LPM4] = XDPR_MAP_FLT_LPM4, [XM_FLT_LPM6] = XDPR_MAP_FLT_LPM6,
-	[XM_FLT_IF] = XDPR_MAP_FLT_IF,     [XM_FLT_HDR] = XDPR_MAP_FLT_HDR,
-	[XM_FLT_STATS] = XDPR_MAP_FLT_STATS, [XM_FLOWS] = XDPR_MAP_FLOWS,
-	[XM_FLT_FRAGS] = XDPR_MAP_FRAGS,   [XM_VLANS] = XDPR_MAP_VLANS,
-	[XM_VLAN_CFG] = XDPR_MAP_VLAN_CFG, [XM_FWD] = XDPR_MAP_FWD,
-	[XM_NPT] = XDPR_MAP_NPT,           [XM_NPT_STATS] = XDPR_MAP_NPT_STATS,
-	[XM_BINAT] = XDPR_MAP_BINAT,       [XM_BINAT_IN] = XDPR_MAP_BINAT_IN,
-	[XM_BINAT_OUT] = XDPR_MAP_BINAT_OUT, [XM_BINAT_ST] = XDPR_MAP_BINAT_ST,
-	[XM_METER] = XDPR_MAP_METER,       [XM_METER_PC] = XDPR_MAP_METER_PC,
-	[XM_DDOS_PROT] = XDPR_MAP_DDOS_PROT, [XM_DDOS_TO] = XDPR_MAP_DDOS_TO,
-	[XM_DDOS_FROM] = XDPR_MAP_DDOS_FROM, [XM_DDOS_BANS] = XDPR_MAP_DDOS_BANS,
-	[XM_DDOS_STATS] = XDPR_MAP_DDOS_STATS, [XM_DDOS_BITS] = XDPR_MAP_DDOS_BITS,
-	[XM_DDOS_SLOTS] = XDPR_MAP_DDOS_SLOTS,
-	[XM_SINCE] = "xdpr_since",         [XM_FLT_CTL] = "xdpr_flt_ctl",
-	[XM_SLOTS] = "xdpr_slot_names",
-	[XM_NATLOG] = XDPR_MAP_NATLOG,     [XM_CTA] = XDPR_MAP_CTA,
-	[XM_IF_GEN] = XDPR_MAP_IF_GEN,
-	[XM_NBR_REQ] = XDPR_MAP_NBR_REQ,   [XM_NBR_DEAD] = XDPR_MAP_NBR_DEAD,
-	[XM_BSS] = "xdpr_bpf.bss", /* the program's global data (the skeleton names it) */
+#define XDPR_M_NAME(id, name, kind) [id] = name,
+	XDPR_MAPS(XDPR_M_NAME)
+#undef XDPR_M_NAME
 };
+
+const char *xdpr_map_name(enum xdpr_map m)
+{
+	return m >= 0 && m < XM_MAX ? map_names[m] : "unknown";
+}
 
 /* The library's own maps (bound to the program): a router may lack them. */
 static bool map_optional(int m)
 {
-	return m == XM_SINCE || m == XM_FLT_CTL || m == XM_SLOTS || m == XM_BSS;
+	static const bool own[XM_MAX] = {
+#define XDPR_M_IS_OWN(id, name, kind) [id] = XDPR_MK_##kind,
+		XDPR_MAPS(XDPR_M_IS_OWN)
+#undef XDPR_M_IS_OWN
+	};
+
+	return m >= 0 && m < XM_MAX && own[m];
 }
 
 void xdpr_crash_point(const char *op, const char *step)
@@ -1184,7 +1170,7 @@ static int create_like(struct bpf_map *m, __u32 slot)
 
 	set_proto(&p, bpf_map__inner_map(m),
 		  nat ? "xdpr_nat_tab" : strncmp(name, "xdpr_flt", 8) ? "xdpr_rt_inner" : "xdpr_flt_inner");
-	if (!strcmp(name, XDPR_MAP_CTA))
+	if (!strcmp(name, map_names[XM_CTA]))
 		return cta_create(&p, slot ? 0 : XDPR_NAT_DEF_SESS);
 	return proto_create(&p, nat && slot ? XDPR_NAT_TINY : 0);
 }

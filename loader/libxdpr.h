@@ -76,26 +76,85 @@ int xdpr_rxvlan_get(const char *dev, bool *on);
 int xdpr_rxvlan_set(const char *dev, bool on);
 
 /*
- * The maps every program instance shares (names in xdpr_shared.h), and the
- * library's own, bound to the program (no packet reads them) and absent on
- * routers of older versions (or, XM_FLT_CTL, until the first filter change):
- * XM_SINCE, attach times by slot, XM_FLT_CTL, the filter's rule lists
- * and sets, one per filter slot (loader/filter.c), and XM_SLOTS, the name
- * each counter slot was attached under (struct xdpr_slot_name).
+ * Every map the library knows, in one list: X(ID, "name", KIND).  PROG: a
+ * map of the program, which every program instance shares (the name is its
+ * kernel name, <= 15 characters).  OWN: the library's own, bound to the
+ * program (no packet reads them) and absent on routers of older versions
+ * (or, XM_FLT_CTL, until the first filter change): XM_SINCE, attach times by
+ * slot, XM_FLT_CTL, the filter's rule lists and sets, one per filter slot
+ * (loader/filter.c), XM_SLOTS, the name each counter slot was attached
+ * under (struct xdpr_slot_name); and XM_BSS, the program's global data (the
+ * skeleton names it).  enum xdpr_map, xdpr_map_name() and which maps a
+ * router may lack are made from it.
  */
+#define XDPR_MK_PROG 0
+#define XDPR_MK_OWN  1
+#define XDPR_MAPS(X) \
+	X(XM_STATS, "xdpr_stats", PROG) \
+	X(XM_IFACES, "xdpr_ifaces", PROG) \
+	X(XM_TX, "xdpr_tx_ports", PROG) \
+	X(XM_CFG, "xdpr_cfg", PROG) \
+	X(XM_RULES, "xdpr_nat_rules", PROG) \
+	X(XM_NSTATS, "xdpr_nat_stats", PROG) \
+	X(XM_CT, "xdpr_nat_ct", PROG) \
+	X(XM_BIND, "xdpr_nat_bind", PROG) \
+	X(XM_EIM, "xdpr_nat_eim", PROG) \
+	X(XM_HOSTS, "xdpr_nat_hosts", PROG) \
+	X(XM_RING, "xdpr_nat_ring", PROG) \
+	X(XM_RINGHD, "xdpr_nat_ringhd", PROG) \
+	X(XM_CURSOR, "xdpr_nat_cursor", PROG) \
+	X(XM_RTDIR, "xdpr_rtdir", PROG) \
+	X(XM_RTREC, "xdpr_rtrec", PROG) \
+	X(XM_RTNH, "xdpr_rtnh", PROG) \
+	X(XM_RTSTATS, "xdpr_rt_stats", PROG) \
+	X(XM_FLT_WORD, "xdpr_flt_word", PROG) \
+	X(XM_FLT_DESC, "xdpr_flt_desc", PROG) \
+	X(XM_FLT_VAL, "xdpr_flt_val", PROG) \
+	X(XM_FLT_RULE, "xdpr_flt_rule", PROG) \
+	X(XM_FLT_LPM4, "xdpr_flt_lpm4", PROG) \
+	X(XM_FLT_LPM6, "xdpr_flt_lpm6", PROG) \
+	X(XM_FLT_IF, "xdpr_flt_if", PROG) \
+	X(XM_FLT_HDR, "xdpr_flt_hdr", PROG) \
+	X(XM_FLT_STATS, "xdpr_flt_stats", PROG) \
+	X(XM_FLOWS, "xdpr_flt_flows", PROG) \
+	X(XM_FLT_FRAGS, "xdpr_flt_frags", PROG) \
+	X(XM_VLANS, "xdpr_vlans", PROG) \
+	X(XM_VLAN_CFG, "xdpr_vlan_cfg", PROG) \
+	X(XM_FWD, "xdpr_nat_fwd", PROG) \
+	X(XM_NPT, "xdpr_npt", PROG) \
+	X(XM_NPT_STATS, "xdpr_npt_stats", PROG) \
+	X(XM_BINAT, "xdpr_binat", PROG) \
+	X(XM_BINAT_IN, "xdpr_binat_in", PROG) \
+	X(XM_BINAT_OUT, "xdpr_binat_out", PROG) \
+	X(XM_BINAT_ST, "xdpr_binat_st", PROG) \
+	X(XM_METER, "xdpr_flows", PROG) \
+	X(XM_METER_PC, "xdpr_flow_pcpu", PROG) \
+	X(XM_DDOS_PROT, "xdpr_ddos_prot", PROG) \
+	X(XM_DDOS_TO, "xdpr_ddos_to", PROG) \
+	X(XM_DDOS_FROM, "xdpr_ddos_from", PROG) \
+	X(XM_DDOS_BANS, "xdpr_ddos_bans", PROG) \
+	X(XM_DDOS_STATS, "xdpr_ddos_stats", PROG) \
+	X(XM_DDOS_BITS, "xdpr_ddos_bits", PROG) \
+	X(XM_DDOS_SLOTS, "xdpr_ddos_slots", PROG) \
+	X(XM_NATLOG, "xdpr_natlog", PROG) \
+	X(XM_CTA, "xdpr_nat_cta", PROG) \
+	X(XM_IF_GEN, "xdpr_if_gen", PROG) \
+	X(XM_NBR_REQ, "xdpr_nbr_req", PROG) \
+	X(XM_NBR_DEAD, "xdpr_nbr_dead", PROG) \
+	X(XM_SINCE, "xdpr_since", OWN) \
+	X(XM_FLT_CTL, "xdpr_flt_ctl", OWN) \
+	X(XM_SLOTS, "xdpr_slot_names", OWN) \
+	X(XM_BSS, "xdpr_bpf.bss", OWN)
+
 enum xdpr_map {
-	XM_STATS, XM_IFACES, XM_TX, XM_CFG, XM_RULES, XM_NSTATS, XM_CT, XM_BIND, XM_EIM,
-	XM_HOSTS, XM_RING, XM_RINGHD, XM_CURSOR, XM_RTDIR, XM_RTREC, XM_RTNH, XM_RTSTATS,
-	XM_FLT_WORD, XM_FLT_DESC, XM_FLT_VAL, XM_FLT_RULE, XM_FLT_LPM4, XM_FLT_LPM6, XM_FLT_IF,
-	XM_FLT_HDR, XM_FLT_STATS, XM_FLOWS, XM_FLT_FRAGS, XM_VLANS, XM_VLAN_CFG, XM_FWD,
-	XM_NPT, XM_NPT_STATS,
-	XM_BINAT, XM_BINAT_IN, XM_BINAT_OUT, XM_BINAT_ST,
-	XM_METER, XM_METER_PC,
-	XM_DDOS_PROT, XM_DDOS_TO, XM_DDOS_FROM, XM_DDOS_BANS, XM_DDOS_STATS, XM_DDOS_BITS, XM_DDOS_SLOTS,
-	XM_NATLOG, XM_CTA, XM_IF_GEN, XM_NBR_REQ, XM_NBR_DEAD,
-	XM_SINCE, XM_FLT_CTL, XM_SLOTS, XM_BSS,
+#define XDPR_M_ENUM(id, name, kind) id,
+	XDPR_MAPS(XDPR_M_ENUM)
+#undef XDPR_M_ENUM
 	XM_MAX
 };
+
+/* A map's name, as the kernel (bpftool map show) knows it. */
+const char *xdpr_map_name(enum xdpr_map m);
 
 /*
  * An interface that was attached and is no longer there under that name

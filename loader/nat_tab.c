@@ -508,7 +508,7 @@ static int copy_half(const struct xdpr_ct_key *k, const struct xdpr_ct_val *v, v
 	if (err == -E2BIG || err == -ENOMEM)
 		seterr(cc->x, "%s holds more than the new size allows (%llu copied): nothing changed "
 		       "(`nat flush sessions`, or wait for sessions and held ports to expire)",
-		       XDPR_MAP_CT, (unsigned long long)*cc->n);
+		       map_names[XM_CT], (unsigned long long)*cc->n);
 	else if (err)
 		seterr(cc->x, "cannot fill the new session table: %s", strerror(-err));
 	else if (++*cc->n % COPY_CHUNK == 0 && !freeze_hold(cc->x, cc->c))

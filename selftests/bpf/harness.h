@@ -118,26 +118,26 @@ static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int
 				 hosts ? hosts : &dummy[3], ring ? ring : &dummy[4], flows ? flows : &dummy[5] };
 
 	/* libbpf drops the inner definitions once the outer maps exist: the shapes of bpf/maps.h */
-	static const struct { const char *outer; enum bpf_map_type type; __u32 key, value, max, flags; } t[6] = {
-		{ XDPR_MAP_CT, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_ct_key), sizeof(struct xdpr_ct_val),
+	static const struct { enum xdpr_map outer; enum bpf_map_type type; __u32 key, value, max, flags; } t[6] = {
+		{ XM_CT, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_ct_key), sizeof(struct xdpr_ct_val),
 		  2 * XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
-		{ XDPR_MAP_BIND, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_bind_key), sizeof(struct xdpr_bind),
+		{ XM_BIND, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_bind_key), sizeof(struct xdpr_bind),
 		  XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
-		{ XDPR_MAP_EIM, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_eim_key), sizeof(struct xdpr_eim_val),
+		{ XM_EIM, BPF_MAP_TYPE_HASH, sizeof(struct xdpr_eim_key), sizeof(struct xdpr_eim_val),
 		  XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
-		{ XDPR_MAP_HOSTS, BPF_MAP_TYPE_HASH, sizeof(__be32), sizeof(struct xdpr_host),
+		{ XM_HOSTS, BPF_MAP_TYPE_HASH, sizeof(__be32), sizeof(struct xdpr_host),
 		  XDPR_NAT_DEF_SESS, BPF_F_NO_PREALLOC },
-		{ XDPR_MAP_RING, BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(struct xdpr_ct_key),
+		{ XM_RING, BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(struct xdpr_ct_key),
 		  XDPR_NAT_DEF_SESS, BPF_F_INNER_MAP },
-		{ XDPR_MAP_FLOWS, BPF_MAP_TYPE_LRU_HASH, sizeof(struct xdpr_flow_key), sizeof(struct xdpr_flt_flow),
+		{ XM_FLOWS, BPF_MAP_TYPE_LRU_HASH, sizeof(struct xdpr_flow_key), sizeof(struct xdpr_flt_flow),
 		  XDPR_FLT_FLOWS, BPF_F_NO_COMMON_LRU },
 	};
 
 	for (int i = 0; i < 6; i++) {
-		struct bpf_map *m = bpf_object__find_map_by_name(obj, t[i].outer);
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, xdpr_map_name(t[i].outer));
 
 		if (!m) {
-			printf("Bail out! no map %s\n", t[i].outer);
+			printf("Bail out! no map %s\n", xdpr_map_name(t[i].outer));
 			exit(1);
 		}
 		for (__u32 slot = 0; slot < 2; slot++) {
@@ -146,7 +146,7 @@ static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int
 						 slot ? 64 : t[i].max, &o);
 
 			if (ifd < 0 || bpf_map_update_elem(bpf_map__fd(m), &slot, &ifd, BPF_ANY)) {
-				printf("Bail out! cannot give %s[%u] a table: %s\n", t[i].outer, slot,
+				printf("Bail out! cannot give %s[%u] a table: %s\n", xdpr_map_name(t[i].outer), slot,
 				       strerror(errno));
 				exit(1);
 			}
@@ -157,13 +157,13 @@ static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int
 		}
 	}
 	{
-		struct bpf_map *m = bpf_object__find_map_by_name(obj, XDPR_MAP_CTA);
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, xdpr_map_name(XM_CTA));
 
 		for (__u32 slot = 0; m && slot < 2; slot++) {
 			int ifd = cta_create(slot ? XDPR_NAT_TINY_SESS : XDPR_NAT_DEF_SESS);
 
 			if (bpf_map_update_elem(bpf_map__fd(m), &slot, &ifd, BPF_ANY)) {
-				printf("Bail out! cannot give %s[%u] a table: %s\n", XDPR_MAP_CTA, slot,
+				printf("Bail out! cannot give %s[%u] a table: %s\n", xdpr_map_name(XM_CTA), slot,
 				       strerror(errno));
 				exit(1);
 			}
@@ -173,7 +173,7 @@ static inline void nat_tabs_init(struct bpf_object *obj, int *ct, int *bind, int
 				ct_tab_open(ifd, *ct);
 		}
 		if (!m) {
-			printf("Bail out! no map %s\n", XDPR_MAP_CTA);
+			printf("Bail out! no map %s\n", xdpr_map_name(XM_CTA));
 			exit(1);
 		}
 	}

@@ -204,7 +204,7 @@ static void register_devs(void)
 		    bpf_map_update_elem(ifaces_fd, &d[i].ifindex, &c, BPF_ANY))
 			die("cannot register ifindex %u: %s", d[i].ifindex, strerror(errno));
 	}
-	ifaces_changed(map_fd(XDPR_MAP_IF_GEN, 4, 4));
+	ifaces_changed(map_fd(xdpr_map_name(XM_IF_GEN), 4, 4));
 }
 
 /* Does bpf_fib_lookup take BPF_FIB_LOOKUP_SRC?  (-EINVAL: no) */
@@ -255,7 +255,7 @@ static void rule_install(__u16 pmin, __u16 pmax)
 	c.rules[0] = RULE;
 	if (bpf_map_update_elem(ifaces_fd, &r1_if, &c, BPF_EXIST))
 		die("cannot write xdpr_ifaces[r1]: %s", strerror(errno));
-	ifaces_changed(map_fd(XDPR_MAP_IF_GEN, 4, 4));
+	ifaces_changed(map_fd(xdpr_map_name(XM_IF_GEN), 4, 4));
 }
 
 /* Every key of a hash map (quiescent), in a malloc'ed array; returns the count. */
@@ -1967,13 +1967,13 @@ static void image_free(struct mimage *im)
 /* May byte off of a value of map name change with traffic?  The refreshes xdpr documents. */
 static bool refresh_field(const char *name, __u32 off)
 {
-	if (!strcmp(name, XDPR_MAP_CT))
+	if (!strcmp(name, xdpr_map_name(XM_CT)))
 		return off >= offsetof(struct xdpr_ct_val, last_seen) &&
 		       off < offsetof(struct xdpr_ct_val, last_seen) + 8;
-	if (!strcmp(name, XDPR_MAP_CTA))
+	if (!strcmp(name, xdpr_map_name(XM_CTA)))
 		return off >= offsetof(struct xdpr_ct_slot, val.last_seen) &&
 		       off < offsetof(struct xdpr_ct_slot, val.last_seen) + 8;
-	if (!strcmp(name, XDPR_MAP_BIND))
+	if (!strcmp(name, xdpr_map_name(XM_BIND)))
 		return off >= offsetof(struct xdpr_bind, last_active) &&
 		       off < offsetof(struct xdpr_bind, last_active) + 8;
 	return false;
@@ -2225,11 +2225,11 @@ int main(void)
 		die("cannot load the XDP program: %s", strerror(errno));
 	prog_fd = prog_by_name(XDPR_PROG_NAME);
 	gc_fd = prog_by_name(XDPR_PROG_GC);
-	stats_fd = map_fd(XDPR_MAP_STATS, 4, sizeof(struct xdpr_slot));
-	ifaces_fd = map_fd(XDPR_MAP_IFACES, 4, sizeof(struct xdpr_iface));
-	cfg_fd = map_fd(XDPR_MAP_CFG, 4, sizeof(struct xdpr_cfg));
-	rules_fd = map_fd(XDPR_MAP_RULES, 4, sizeof(struct xdpr_nat_rule));
-	nstats_fd = map_fd(XDPR_MAP_NSTATS, 4, 8);
+	stats_fd = map_fd(xdpr_map_name(XM_STATS), 4, sizeof(struct xdpr_slot));
+	ifaces_fd = map_fd(xdpr_map_name(XM_IFACES), 4, sizeof(struct xdpr_iface));
+	cfg_fd = map_fd(xdpr_map_name(XM_CFG), 4, sizeof(struct xdpr_cfg));
+	rules_fd = map_fd(xdpr_map_name(XM_RULES), 4, sizeof(struct xdpr_nat_rule));
+	nstats_fd = map_fd(xdpr_map_name(XM_NSTATS), 4, 8);
 	nat_tabs_init(skel->obj, &ct_fd, &bind_fd, &eim_fd, &hosts_fd, &ring_fd, NULL);
 	ring_vsz = sizeof(struct xdpr_ct_key);
 	ringhd_fd = bpf_object__find_map_by_name(skel->obj, "xdpr_nat_ringhd") ?

@@ -5,6 +5,7 @@
 #include "../tap.h"
 #include "cli.h"
 #include "out.h"
+#include "xdpr.skel.h"
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/socket.h>
@@ -61,7 +62,7 @@ int main(void)
 	char err[256];
 	int names_ok = 1;
 
-	tap_plan(66);
+	tap_plan(68);
 
 	tap_ok(PARSE(parse_attach, &a, "eth1", "eth2") == 0 && a.ndev == 2 &&
 	       a.mode == XDPR_MODE_NATIVE && !a.force, "attach: two devices, native by default");
@@ -131,6 +132,29 @@ int main(void)
 	tap_ok(xdpr_reason_verdict(XDPR_PASS_TTL) == 2 &&
 	       xdpr_reason_verdict(XDPR_PASS_NO_IFACE) == 2, "verdict: pass reasons pass");
 	tap_ok(xdpr_reason_verdict(XDPR_DROP_SHORT) == 1, "verdict: drop reasons drop");
+	tap_ok(xdpr_reason_verdict(XDPR_TX_ICMP_HOST_UNREACH) == 3 &&
+	       xdpr_reason_verdict(XDPR_TX_FILTER_REJECT) == 3 &&
+	       xdpr_reason_verdict(XDPR_PASS_NFT_POLICY) == 2 &&
+	       xdpr_reason_verdict(XDPR_DROP_DDOS_BAN) == 1, "verdict: appended reasons keep their own");
+	{
+		/* the map list against the program built: each of its maps is there, by that name */
+		static const bool prog[XM_MAX] = {
+#define M_PROG(id, name, kind) [id] = XDPR_MK_##kind == XDPR_MK_PROG,
+			XDPR_MAPS(M_PROG)
+#undef M_PROG
+		};
+		struct xdpr_bpf *skel = xdpr_bpf__open();
+		int missing = skel ? 0 : -1;
+
+		for (int m = 0; skel && m < XM_MAX; m++)
+			if (strlen(xdpr_map_name(m)) > 15 ||
+			    (prog[m] && !bpf_object__find_map_by_name(skel->obj, xdpr_map_name(m)))) {
+				printf("# map %s: not in the program, or its name too long\n", xdpr_map_name(m));
+				missing++;
+			}
+		tap_ok(missing == 0, "maps: every map of the list the program has is in it, by that name");
+		xdpr_bpf__destroy(skel);
+	}
 	tap_ok(!strcmp(xdpr_mode_name(XDPR_MODE_SKB), "skb") &&
 	       !strcmp(xdpr_mode_name(XDPR_MODE_NATIVE), "native"), "mode names");
 	{
