@@ -208,20 +208,27 @@ struct xdpr_nat_rule {
 	__u32 pad;
 };
 
+/* xdpr_cfg.flags: router-wide switches, every bit of them here (numbers are ABI). */
 enum xdpr_cfg_flags {
-	XDPR_CFG_NAT     = 1 << 0, /* at least one NAT rule exists */
-	XDPR_CFG_FIB_SRC = 1 << 1, /* kernel supports BPF_FIB_LOOKUP_SRC */
-	XDPR_CFG_ROUTES  = 1 << 2, /* the route map has routes */
-	XDPR_CFG_FILTER  = 1 << 3, /* the filter has rules or policy drop: forwarded packets meet it */
-	XDPR_CFG_BINAT   = 1 << 4, /* at least one 1:1 NAT rule exists (the NAT steps run) */
-	XDPR_CFG_FLOWS   = 1 << 5, /* the flow meter counts forwarded packets (bpf/flow.h) */
+	XDPR_CFG_NAT      = 1u << 0,  /* at least one NAT rule exists */
+	XDPR_CFG_FIB_SRC  = 1u << 1,  /* kernel supports BPF_FIB_LOOKUP_SRC */
+	XDPR_CFG_ROUTES   = 1u << 2,  /* the route map has routes */
+	XDPR_CFG_FILTER   = 1u << 3,  /* the filter has rules or policy drop: forwarded packets meet it */
+	XDPR_CFG_BINAT    = 1u << 4,  /* at least one 1:1 NAT rule exists (the NAT steps run) */
+	XDPR_CFG_FLOWS    = 1u << 5,  /* the flow meter counts forwarded packets (bpf/flow.h) */
+	XDPR_CFG_NATLOG   = 1u << 6,  /* NAT events go to xdpr_natlog (NAT event logging, below) */
+	XDPR_CFG_DDOS     = 1u << 7,  /* the DDoS meters count (DDoS defence, below) */
+	XDPR_CFG_NPT      = 1u << 8,  /* NPTv6 rules exist (below) */
+	XDPR_CFG_NPT_SLOT = 1u << 9,  /* the live xdpr_npt slot */
+	XDPR_CFG_BANS     = 1u << 10, /* the DDoS ban table is not empty */
+	/* bits 11-13: free */
 	/*
 	 * netfilter has rules forwarded packets would bypass through XDP (an
 	 * nft forward policy added after attach, loader/core.c xdpr_nf_follow)
 	 * and no port was attached with "force": what the fast path would
 	 * redirect goes to the kernel instead (pass_nft_policy), after NAT
 	 */
-	XDPR_CFG_NFT_POLICY = 1 << 14,
+	XDPR_CFG_NFT_POLICY = 1u << 14,
 };
 
 /* xdpr_cfg[0]: router-wide settings. */
@@ -1038,8 +1045,6 @@ _Static_assert(sizeof(struct xdpr_meter_pcpu) == 136, "xdpr_meter_pcpu layout");
  * its index while it exists; a new rule's counters are zeroed).
  */
 #define XDPR_NPT_MAX 16
-#define XDPR_CFG_NPT      (1u << 8)  /* xdpr_cfg.flags: NPTv6 rules exist */
-#define XDPR_CFG_NPT_SLOT (1u << 9)  /* xdpr_cfg.flags: the live xdpr_npt slot */
 
 struct xdpr_npt_rule {
 	__u32 ifindex;      /* the outside interface; 0: no rule at this index */
@@ -1091,9 +1096,6 @@ _Static_assert(sizeof(struct xdpr_npt_ctr) == 40, "xdpr_npt_ctr layout");
  * ban holds until until_ns, read against the coarse monotonic clock by the
  * datapath itself, so a ban ends even when no daemon is running.
  */
-#define XDPR_CFG_DDOS (1u << 7)   /* xdpr_cfg.flags: the meters count */
-#define XDPR_CFG_BANS (1u << 10)  /* xdpr_cfg.flags: the ban table is not empty */
-
 
 #define XDPR_DDOS_PROT_MAX  4096     /* protected prefixes (each family) */
 #define XDPR_DDOS_HOSTS     65536    /* "to" meters: destination hosts (default) */
@@ -1234,7 +1236,6 @@ _Static_assert(sizeof(struct xdpr_ddos_slot) == 48, "xdpr_ddos_slot layout");
  * on: logging never drops or delays one.  event holds the natEvent value
  * of the IANA registry (RFC 8158); Juniper's draft-02 numbering differs.
  */
-#define XDPR_CFG_NATLOG (1u << 6) /* xdpr_cfg.flags: NAT events go to xdpr_natlog */
 
 enum xdpr_natlog_event {          /* IANA natEvent (RFC 8158) */
 	XDPR_NL_CREATE = 4,       /* NAT44 session create */
