@@ -28,10 +28,14 @@ nft_packets() {
 	in_ns "$R" nft -j list chain inet t f 2>/dev/null |
 		jq -r '[.nftables[] | .rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add // "none"'
 }
-add_policy() { # add_policy POLICY: table inet t, forward chain f with POLICY and one counting rule
-	nf nft add table inet t &&
-		nf nft add chain inet t f "{ type filter hook forward priority 0; policy $1; }" &&
-		nf nft add rule inet t f counter
+# add_policy POLICY: table inet t, forward chain f with POLICY and one counting rule, in one
+# transaction (xdprd looks at each change it is told of: three commands would show it the
+# chain without its rule first, and its log would name that)
+add_policy() {
+	local file="$T_TMP/policy.nft"
+
+	printf 'table inet t {\n\tchain f {\n\t\ttype filter hook forward priority 0; policy %s;\n\t\tcounter\n\t}\n}\n' \
+		"$1" >"$file" && nf nft -f "$file"
 }
 FINDING='table inet t chain f (policy drop, 1 rule)'
 
