@@ -134,6 +134,22 @@ skip_all() {
 	exit 0
 }
 
+# need_xdprd: $XDPRD is the daemon (default: build/xdprd beside $XDPR); the file is skipped without it.
+need_xdprd() {
+	XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd}
+	[ -x "$XDPRD" ] || skip_all "$XDPRD not built (make all)"
+}
+
+# xdprd_started LOG: the daemon logging to LOG applied its file (<= 30 s: the program loads first)
+xdprd_started() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q "start: configuration applied" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # abort REASON: stop this file here (what follows depends on what failed);
 # the tests run so far are the plan, and the file fails.
 abort() {

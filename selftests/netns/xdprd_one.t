@@ -9,18 +9,8 @@
 # answer.  An xdprd in another router's namespace starts beside it, and
 # once the first is killed (-9) the router takes a new one.
 . "$(dirname "$0")/nat_lib.sh"
-# started LOG: the daemon logging to LOG applied its file (<= 30 s: the program loads first)
-started() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		grep -q "start: configuration applied" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 need curl
-XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd}
-[ -x "$XDPRD" ] || skip_all "$XDPRD not built (make all)"
+need_xdprd
 
 nat_topo_create one
 MPORT=19479
@@ -34,7 +24,7 @@ EOF
 ip netns exec "$R" "$XDPRD" --foreground --config "$CONF" --metrics "127.0.0.1:$MPORT" \
 	>"$T_TMP/first.log" 2>&1 &
 FIRST=$!
-ok "the first xdprd applied its file" started "$T_TMP/first.log"
+ok "the first xdprd applied its file" xdprd_started "$T_TMP/first.log"
 for ((i = 0; i < 50; i++)); do
 	[ "$(xdpr -j flow show 2>/dev/null | jq -r .meter.state)" = on ] && break
 	sleep 0.1
@@ -84,7 +74,7 @@ ip netns exec "$O" "$XDPRD" --foreground --config "$T_TMP/empty.conf" --metrics 
 	>"$T_TMP/other.log" 2>&1 &
 OTHER=$!
 ok "an xdprd in another router's namespace starts beside it" \
-	started "$T_TMP/other.log"
+	xdprd_started "$T_TMP/other.log"
 kill -TERM "$OTHER"
 wait "$OTHER"
 is "$?" 0 "and stops cleanly"
@@ -96,7 +86,7 @@ ip netns exec "$R" "$XDPRD" --foreground --config "$CONF" --metrics "127.0.0.1:$
 	>"$T_TMP/third.log" 2>&1 &
 THIRD=$!
 ok "after kill -9 of the first, a new xdprd starts" \
-	started "$T_TMP/third.log"
+	xdprd_started "$T_TMP/third.log"
 kill -TERM "$THIRD"
 wait "$THIRD"
 is "$?" 0 "and stops cleanly"

@@ -9,17 +9,7 @@
 # emptied file applies, and the log counts what went: 3 interfaces detached,
 # the NAT rule deleted, the route, the filter.
 . "$(dirname "$0")/nat_lib.sh"
-# started LOG: the daemon logging to LOG applied its file (<= 30 s: the program loads first)
-started() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		grep -q "start: configuration applied" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd}
-[ -x "$XDPRD" ] || skip_all "$XDPRD not built (make all)"
+need_xdprd
 
 nat_topo_create rl
 
@@ -34,7 +24,7 @@ cp "$T_TMP/good.conf" "$CONF"
 ip netns exec "$R" "$XDPRD" --foreground --config "$CONF" --metrics none --gc 1 \
 	>"$T_TMP/xdprd.log" 2>&1 &
 DPID=$!
-ok "xdprd applied the file" started "$T_TMP/xdprd.log"
+ok "xdprd applied the file" xdprd_started "$T_TMP/xdprd.log"
 
 # state: the router as a user sees it
 state() {

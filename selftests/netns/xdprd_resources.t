@@ -14,18 +14,8 @@
 # XDPR_SOAK_S: how long it runs (seconds, default 60); `make soak` runs it
 # for ten minutes.  The warm-up is a quarter of that (at most 60 s).
 . "$(dirname "$0")/nat_lib.sh"
-# started LOG: the daemon logging to LOG applied its file (<= 30 s: the program loads first)
-started() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		grep -q "start: configuration applied" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 need curl
-XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd}
-[ -x "$XDPRD" ] || skip_all "$XDPRD not built (make all)"
+need_xdprd
 SOAK=${XDPR_SOAK_S:-60}
 [[ "$SOAK" =~ ^[0-9]+$ && "$SOAK" -ge 20 ]] || bail_out "XDPR_SOAK_S must be 20 seconds or more, not \"$SOAK\""
 WARM=$((SOAK / 4 > 60 ? 60 : SOAK / 4))
@@ -62,7 +52,7 @@ EOF
 ip netns exec "$R" "$XDPRD" --foreground --config "$CONF" --metrics "127.0.0.1:$MPORT" --gc 1 \
 	>"$T_TMP/xdprd.log" 2>&1 &
 DPID=$!
-ok "xdprd applied the file" started "$T_TMP/xdprd.log"
+ok "xdprd applied the file" xdprd_started "$T_TMP/xdprd.log"
 
 metrics() {
 	T_TIMEOUT=10 in_ns "$R" curl -sf "http://127.0.0.1:$MPORT/metrics"
