@@ -140,6 +140,13 @@ need_xdprd() {
 	[ -x "$XDPRD" ] || skip_all "$XDPRD not built (make all)"
 }
 
+# within SECS CMD...: CMD succeeds within SECS seconds (tried every 0.1 s)
+within() {
+	local i
+	for ((i = 0; i < $1 * 10; i++)); do "${@:2}" && return 0; sleep 0.1; done
+	return 1
+}
+
 # xdprd_started LOG: the daemon logging to LOG applied its file (<= 30 s: the program loads first)
 xdprd_started() {
 	local i

@@ -72,11 +72,6 @@ printf 'link attach r0 r1\n' >"$T_TMP/xdpr.conf"
 ip netns exec "$R" "$XDPRD" --foreground --config "$T_TMP/xdpr.conf" --metrics none --gc 1 \
 	>>"$T_TMP/xdprd.log" 2>&1 &
 DAEMON_PID=$!
-within() { # within SECS CMD...: CMD succeeds within SECS seconds
-	local i
-	for ((i = 0; i < $1 * 10; i++)); do "${@:2}" && return 0; sleep 0.1; done
-	return 1
-}
 ok "xdprd runs" within 5 grep -q 'running' "$T_TMP/xdprd.log"
 ok "GRO on s0" in_ns "$S" ethtool -K s0 gro on
 ok "xdprd: within 3 s link show says r1 XMIT yes" within 3 bash -c "[ \"\$(ip netns exec '$R' '$XDPR' -j link show | jq -r '.[] | select(.dev == \"r1\") | .xdp_xmit')\" = true ]"

@@ -17,8 +17,7 @@
 #       the router's kernel sends no destination unreachable.
 . "$(dirname "$0")/nat_lib.sh"
 need python3
-XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd}
-[ -x "$XDPRD" ] || skip_all "$XDPRD not built (make all)"
+need_xdprd
 
 nat_topo_create nb
 CONF=$T_TMP/xdpr.conf
@@ -28,11 +27,7 @@ nat add out r1 masquerade
 EOF
 ip netns exec "$R" "$XDPRD" --foreground --config "$CONF" --metrics none --gc 1 >>"$T_TMP/xdprd.log" 2>&1 &
 DAEMON_PID=$!
-for ((i = 0; i < 100; i++)); do
-	grep -q "configuration applied" "$T_TMP/xdprd.log" 2>/dev/null && break
-	sleep 0.1
-done
-ok "xdprd applied its file" grep -q "start: configuration applied" "$T_TMP/xdprd.log" || diag_file "$T_TMP/xdprd.log"
+ok "xdprd applied its file" xdprd_started "$T_TMP/xdprd.log" || diag_file "$T_TMP/xdprd.log"
 cap_start nb "$H" h0 || abort "capture on h0 did not start"
 du0=$(snmp "$R" Icmp OutDestUnreachs)
 

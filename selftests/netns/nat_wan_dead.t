@@ -12,8 +12,7 @@
 # and connections go through.
 . "$(dirname "$0")/nat_lib.sh"
 need python3 clang
-XDPRD=${XDPRD:-$(dirname "$XDPR")/xdprd}
-[ -x "$XDPRD" ] || skip_all "$XDPRD not built (make all)"
+need_xdprd
 
 nat_topo_create wd
 # an answer sent back from XDP (XDP_TX) reaches a veth peer at once only if
@@ -28,11 +27,7 @@ nat add out r1 masquerade
 EOF
 ip netns exec "$R" "$XDPRD" --foreground --config "$CONF" --metrics none --gc 1 >>"$T_TMP/xdprd.log" 2>&1 &
 DAEMON_PID=$!
-for ((i = 0; i < 100; i++)); do
-	grep -q "configuration applied" "$T_TMP/xdprd.log" 2>/dev/null && break
-	sleep 0.1
-done
-ok "xdprd applied its file" grep -q "start: configuration applied" "$T_TMP/xdprd.log" || diag_file "$T_TMP/xdprd.log"
+ok "xdprd applied its file" xdprd_started "$T_TMP/xdprd.log" || diag_file "$T_TMP/xdprd.log"
 tcp_echo "$S" 80 || diag "no TCP server on S"
 like "$(tcp_ask "$C1" 10.0.4.2 80)" '^10\.0\.2\.1:' "C1 connects to 10.0.4.2:80 through the masquerade"
 
